@@ -1,0 +1,41 @@
+"""Command line: `pyscheduler run | sim-cluster | demo | version`.
+
+Each subcommand lives in its own module exposing ``add_arguments(parser)`` and
+``main(args) -> int``; the module is imported only when its subcommand runs, so
+``pyscheduler version`` stays instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from scheduler import __version__
+
+# subcommand -> (module, help)
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("scheduler.app", "run the scheduler against a cluster"),
+    "sim-cluster": ("scheduler.sim.cli", "serve a local Kubernetes API endpoint with simulated nodes"),
+    "demo": ("scheduler.demo", "run the scheduler against a local simulated cluster and show placements"),
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(prog="pyscheduler")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub.add_parser("version", help="print the version and exit")
+    chosen = argv[0] if argv else None
+    modules = {}
+    for name, (module_name, help_text) in SUBCOMMANDS.items():
+        subparser = sub.add_parser(name, help=help_text)
+        if name == chosen:
+            modules[name] = importlib.import_module(module_name)
+            modules[name].add_arguments(subparser)
+    args = parser.parse_args(argv)
+    if args.command == "version":
+        print(f"pyscheduler {__version__}")
+        return 0
+    return int(modules[args.command].main(args) or 0)
