@@ -1,0 +1,186 @@
+"""Compact views of Pods and Nodes, decoded once from watch JSON.
+
+Only what scheduling needs is kept (DESIGN.md principle 2). Structures that few plugins read
+(affinity, volumes, topology spread constraints) stay as the API's plain dicts and are parsed
+by the plugin that needs them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler.api.quantity import QuantityError
+from scheduler.api.resources import Resource, pod_requests
+from scheduler.api.taints import Taint, Toleration
+
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
+
+
+class MalformedObject(ValueError):
+    """An object the scheduler cannot use; it is reported and skipped, never fatal."""
+
+    def __init__(self, kind: str, key: str, reason: str) -> None:
+        super().__init__(f"malformed {kind} {key}: {reason}")
+        self.kind = kind
+        self.key = key
+        self.reason = reason
+
+
+@dataclass(slots=True, frozen=True)
+class HostPort:
+    """A container port that claims a port on the node."""
+
+    ip: str
+    protocol: str
+    port: int
+
+
+@dataclass(slots=True, frozen=True)
+class ContainerImage:
+    names: tuple[str, ...]
+    size_bytes: int
+
+
+@dataclass(slots=True, eq=False)
+class Pod:
+    uid: str
+    namespace: str
+    name: str
+    resource_version: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    owner_references: tuple[Mapping[str, Any], ...] = ()
+    scheduler_name: str = DEFAULT_SCHEDULER_NAME
+    node_name: str = ""
+    nominated_node_name: str = ""
+    priority: int = 0
+    preemption_policy: str = "PreemptLowerPriority"
+    phase: str = "Pending"
+    creation_timestamp: str = ""
+    deletion_timestamp: str | None = None
+    requests: Resource = field(default_factory=Resource)
+    non_zero_requests: Resource = field(default_factory=Resource)
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    affinity: Mapping[str, Any] | None = None
+    tolerations: tuple[Toleration, ...] = ()
+    host_ports: tuple[HostPort, ...] = ()
+    scheduling_gates: tuple[str, ...] = ()
+    volumes: tuple[Mapping[str, Any], ...] = ()
+    topology_spread_constraints: tuple[Mapping[str, Any], ...] = ()
+    images: tuple[str, ...] = ()
+    resource_claims: tuple[Mapping[str, Any], ...] = ()
+    conditions: tuple[Mapping[str, Any], ...] = ()
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def is_terminating(self) -> bool:
+        return self.deletion_timestamp is not None
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+    def condition(self, condition_type: str) -> Mapping[str, Any] | None:
+        return next((c for c in self.conditions if c.get("type") == condition_type), None)
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any]) -> Pod:
+        """Decode a Pod from its API JSON; raises MalformedObject on anything unusable."""
+        meta = obj.get("metadata") or {}
+        key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+        try:
+            spec = obj.get("spec") or {}
+            status = obj.get("status") or {}
+            if not meta.get("name") or not meta.get("uid"):
+                raise MalformedObject("Pod", key, "metadata.name and metadata.uid are required")
+            containers = spec.get("containers")
+            if not isinstance(containers, list):
+                raise MalformedObject("Pod", key, "spec.containers must be a list")
+            init_containers = spec.get("initContainers") or []
+            host_ports = tuple(
+                HostPort(
+                    str(p.get("hostIP") or "0.0.0.0"), str(p.get("protocol") or "TCP"), int(p["hostPort"])
+                )
+                for c in (*init_containers, *containers)
+                for p in c.get("ports") or ()
+                if p.get("hostPort")
+            )
+            return cls(
+                uid=meta["uid"],
+                namespace=meta.get("namespace") or "default",
+                name=meta["name"],
+                resource_version=str(meta.get("resourceVersion", "")),
+                labels=meta.get("labels") or {},
+                annotations=meta.get("annotations") or {},
+                owner_references=tuple(meta.get("ownerReferences") or ()),
+                scheduler_name=spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME,
+                node_name=spec.get("nodeName") or "",
+                nominated_node_name=status.get("nominatedNodeName") or "",
+                priority=int(spec.get("priority") or 0),
+                preemption_policy=spec.get("preemptionPolicy") or "PreemptLowerPriority",
+                phase=status.get("phase") or "Pending",
+                creation_timestamp=meta.get("creationTimestamp") or "",
+                deletion_timestamp=meta.get("deletionTimestamp"),
+                requests=pod_requests(spec),
+                non_zero_requests=pod_requests(spec, non_zero=True),
+                node_selector=spec.get("nodeSelector") or {},
+                affinity=spec.get("affinity") or None,
+                tolerations=tuple(Toleration.parse(t) for t in spec.get("tolerations") or ()),
+                host_ports=host_ports,
+                scheduling_gates=tuple(g["name"] for g in spec.get("schedulingGates") or ()),
+                volumes=tuple(spec.get("volumes") or ()),
+                topology_spread_constraints=tuple(spec.get("topologySpreadConstraints") or ()),
+                images=tuple(c["image"] for c in (*init_containers, *containers) if c.get("image")),
+                resource_claims=tuple(spec.get("resourceClaims") or ()),
+                conditions=tuple(status.get("conditions") or ()),
+            )
+        except MalformedObject:
+            raise
+        except (QuantityError, KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise MalformedObject("Pod", key, str(exc)) from exc
+
+
+@dataclass(slots=True, eq=False)
+class Node:
+    name: str
+    uid: str = ""
+    resource_version: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    unschedulable: bool = False
+    taints: tuple[Taint, ...] = ()
+    allocatable: Resource = field(default_factory=Resource)
+    images: tuple[ContainerImage, ...] = ()
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any]) -> Node:
+        """Decode a Node from its API JSON; raises MalformedObject on anything unusable."""
+        meta = obj.get("metadata") or {}
+        name = meta.get("name") or ""
+        try:
+            if not name:
+                raise MalformedObject("Node", name, "metadata.name is required")
+            spec = obj.get("spec") or {}
+            status = obj.get("status") or {}
+            allocatable = status.get("allocatable") or status.get("capacity") or {}
+            return cls(
+                name=name,
+                uid=meta.get("uid") or "",
+                resource_version=str(meta.get("resourceVersion", "")),
+                labels=meta.get("labels") or {},
+                unschedulable=bool(spec.get("unschedulable")),
+                taints=tuple(Taint.parse(t) for t in spec.get("taints") or ()),
+                allocatable=Resource.from_list(allocatable),
+                images=tuple(
+                    ContainerImage(tuple(i.get("names") or ()), int(i.get("sizeBytes") or 0))
+                    for i in status.get("images") or ()
+                ),
+            )
+        except MalformedObject:
+            raise
+        except (QuantityError, KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise MalformedObject("Node", name, str(exc)) from exc

@@ -1,0 +1,341 @@
+"""The extension points, as Protocols a plugin class implements any subset of.
+
+A plugin is a class with a ``name`` and a constructor ``Plugin(args, handle)``; it takes part in
+every extension point whose method it defines (that is how ``multiPoint`` is expanded).
+Success is ``None``; anything else is a :class:`~scheduler.framework.status.Status`.
+
+Filter and Score each come in two forms. The per-node form (``filter`` / ``score``) is all a
+custom plugin needs. Hot built-in plugins also implement the batch form (``filter_nodes`` /
+``score_nodes``), which sees the whole :class:`NodeTable` and a vector of slots; the framework
+prefers it when present. Both forms must agree (tests check that).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum, IntFlag
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+import numpy as np
+
+from scheduler.api import Pod
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.nodetable import NodeTable
+from scheduler.framework.status import Status
+from scheduler.framework.types import NodeInfo, QueuedPodInfo
+
+MAX_NODE_SCORE = 100
+MIN_NODE_SCORE = 0
+
+
+# ---------------------------------------------------------------------------- results
+
+
+@dataclass(slots=True)
+class PreFilterResult:
+    """PreFilter may narrow the candidate nodes; ``None`` names means every node."""
+
+    node_names: frozenset[str] | None = None
+
+    def merge(self, other: PreFilterResult | None) -> PreFilterResult:
+        if other is None or other.node_names is None:
+            return self
+        if self.node_names is None:
+            return other
+        return PreFilterResult(self.node_names & other.node_names)
+
+
+@dataclass(slots=True)
+class NodeVerdicts:
+    """What a batch filter decided for a vector of slots.
+
+    ``rejected[i]`` tells whether ``slots[i]`` failed; ``status_ids[i]`` indexes ``statuses``
+    for the failed ones (several statuses let one plugin give per-node reasons, e.g.
+    "Insufficient cpu" on some nodes and "Insufficient cpu, Insufficient memory" on others).
+    """
+
+    rejected: np.ndarray
+    status_ids: np.ndarray
+    statuses: list[Status]
+
+    @classmethod
+    def uniform(cls, rejected: np.ndarray, status: Status) -> NodeVerdicts:
+        return cls(rejected, np.zeros(len(rejected), dtype=np.int32), [status])
+
+
+@dataclass(slots=True)
+class Diagnosis:
+    """Why a pod fits nowhere: the input of PostFilter and of the FailedScheduling message."""
+
+    node_to_status: dict[str, Status] = field(default_factory=dict)
+    # status for nodes PreFilter excluded (not in node_to_status), or None
+    absent_nodes_status: Status | None = None
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    pending_plugins: set[str] = field(default_factory=set)
+    pre_filter_msg: str = ""
+    post_filter_msg: str = ""
+
+    def status_of(self, node_name: str) -> Status | None:
+        return self.node_to_status.get(node_name, self.absent_nodes_status)
+
+
+@dataclass(slots=True)
+class PostFilterResult:
+    nominated_node_name: str = ""
+
+
+# ---------------------------------------------------------------------------- cluster events
+
+
+class ActionType(IntFlag):
+    ADD = 1
+    DELETE = 2
+    UPDATE_NODE_ALLOCATABLE = 4
+    UPDATE_NODE_LABEL = 8
+    UPDATE_NODE_TAINT = 16
+    UPDATE_NODE_CONDITION = 32
+    UPDATE_NODE_ANNOTATION = 64
+    UPDATE_POD_LABEL = 128
+    UPDATE_POD_SCALE_DOWN = 256
+    UPDATE_POD_TOLERATIONS = 512
+    UPDATE_POD_SCHEDULING_GATES_ELIMINATED = 1024
+    UPDATE_POD_GENERATED_RESOURCE_CLAIM = 2048
+    # any other update
+    UPDATE_OTHER = 4096
+    UPDATE = (
+        UPDATE_NODE_ALLOCATABLE
+        | UPDATE_NODE_LABEL
+        | UPDATE_NODE_TAINT
+        | UPDATE_NODE_CONDITION
+        | UPDATE_NODE_ANNOTATION
+        | UPDATE_POD_LABEL
+        | UPDATE_POD_SCALE_DOWN
+        | UPDATE_POD_TOLERATIONS
+        | UPDATE_POD_SCHEDULING_GATES_ELIMINATED
+        | UPDATE_POD_GENERATED_RESOURCE_CLAIM
+        | UPDATE_OTHER
+    )
+    ALL = ADD | DELETE | UPDATE
+
+
+# Resource names of cluster events, as upstream's EventResource.
+POD = "Pod"
+ASSIGNED_POD = "AssignedPod"
+UNSCHEDULED_POD = "UnscheduledPod"
+NODE = "Node"
+PERSISTENT_VOLUME = "PersistentVolume"
+PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
+STORAGE_CLASS = "storage.k8s.io/StorageClass"
+CSI_NODE = "storage.k8s.io/CSINode"
+CSI_DRIVER = "storage.k8s.io/CSIDriver"
+CSI_STORAGE_CAPACITY = "storage.k8s.io/CSIStorageCapacity"
+WILDCARD = "*"
+
+
+@dataclass(slots=True, frozen=True)
+class ClusterEvent:
+    resource: str
+    action: ActionType
+    label: str = ""
+
+    def matches(self, registered: ClusterEvent) -> bool:
+        """Does this (concrete) event fall under what a plugin registered for?"""
+        if registered.resource == WILDCARD:
+            return bool(registered.action & self.action)
+        resource_ok = registered.resource == self.resource or (
+            registered.resource == POD and self.resource in (ASSIGNED_POD, UNSCHEDULED_POD)
+        )
+        return resource_ok and bool(registered.action & self.action)
+
+
+class QueueingHint(Enum):
+    SKIP = 0
+    QUEUE = 1
+
+
+# hint(pod, old_object, new_object) -> QueueingHint; objects are API views (Pod, Node) or dicts
+QueueingHintFn = Callable[[Pod, Any, Any], QueueingHint]
+
+
+@dataclass(slots=True, frozen=True)
+class ClusterEventWithHint:
+    event: ClusterEvent
+    hint: QueueingHintFn | None = None  # None: always queue
+
+
+# ---------------------------------------------------------------------------- what plugins call
+
+
+@dataclass(slots=True)
+class ApiResponse:
+    status: int
+    body: Any
+
+
+class ApiClient(Protocol):
+    """Plain-JSON requests to the Kubernetes API (see scheduler.client)."""
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        params: Mapping[str, str] | None = None,
+        content_type: str = "application/json",
+    ) -> ApiResponse: ...
+
+
+class NodeLister(Protocol):
+    """The cluster as of this scheduling cycle (the cache's snapshot)."""
+
+    table: NodeTable
+
+    def node_infos(self) -> Sequence[NodeInfo]:
+        """Every node, in scheduling order (zones interleaved)."""
+
+    def get(self, node_name: str) -> NodeInfo | None: ...
+
+    def have_pods_with_affinity(self) -> Sequence[NodeInfo]: ...
+
+    def have_pods_with_required_anti_affinity(self) -> Sequence[NodeInfo]: ...
+
+    def __len__(self) -> int: ...
+
+
+class Handle(Protocol):
+    """Services the framework offers to plugins, given to every plugin's constructor."""
+
+    @property
+    def snapshot(self) -> NodeLister: ...
+
+    @property
+    def client(self) -> ApiClient: ...
+
+    @property
+    def scheduler_name(self) -> str: ...
+
+    def record_event(self, obj: Pod, event_type: str, reason: str, action: str, message: str) -> None:
+        """Write an events.k8s.io/v1 Event about ``obj`` (fire and forget)."""
+
+    def nominated_pods_for_node(self, node_name: str) -> Sequence[Pod]:
+        """Pods nominated to run on ``node_name`` (by preemption) and not yet bound."""
+
+
+# ---------------------------------------------------------------------------- extension points
+
+
+class Plugin(Protocol):
+    name: ClassVar[str]
+
+
+# A plugin class: constructed as Factory(args, handle); args is the profile's pluginConfig entry
+# (an args dataclass from scheduler.config, a raw mapping for out-of-tree plugins, or None).
+PluginFactory = Callable[[Any, Handle], Plugin]
+
+
+@runtime_checkable
+class PreEnqueuePlugin(Plugin, Protocol):
+    def pre_enqueue(self, pod: Pod) -> Status | None: ...
+
+
+@runtime_checkable
+class QueueSortPlugin(Plugin, Protocol):
+    def sort_key(self, pod_info: QueuedPodInfo) -> Any:
+        """Smaller keys pop first (upstream's Less(a, b) is sort_key(a) < sort_key(b))."""
+
+
+@runtime_checkable
+class EnqueueExtensions(Plugin, Protocol):
+    def events_to_register(self) -> Iterable[ClusterEventWithHint]:
+        """Cluster events that may make a pod this plugin rejected schedulable."""
+
+
+class PreFilterExtensions(Protocol):
+    """Lets preemption ask "what if this pod were added/removed" without a new PreFilter."""
+
+    def add_pod(self, state: CycleState, pod: Pod, pod_to_add: Pod, node_info: NodeInfo) -> Status | None: ...
+
+    def remove_pod(
+        self, state: CycleState, pod: Pod, pod_to_remove: Pod, node_info: NodeInfo
+    ) -> Status | None: ...
+
+
+@runtime_checkable
+class PreFilterPlugin(Plugin, Protocol):
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: NodeLister
+    ) -> tuple[PreFilterResult | None, Status | None]: ...
+
+
+@runtime_checkable
+class FilterPlugin(Plugin, Protocol):
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None: ...
+
+
+@runtime_checkable
+class BatchFilterPlugin(FilterPlugin, Protocol):
+    def filter_nodes(
+        self, state: CycleState, pod: Pod, table: NodeTable, slots: np.ndarray
+    ) -> NodeVerdicts | None:
+        """Filter all ``slots`` at once; ``None`` means every one passes."""
+
+
+@runtime_checkable
+class PostFilterPlugin(Plugin, Protocol):
+    def post_filter(
+        self, state: CycleState, pod: Pod, diagnosis: Diagnosis
+    ) -> tuple[PostFilterResult | None, Status | None]: ...
+
+
+@runtime_checkable
+class PreScorePlugin(Plugin, Protocol):
+    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None: ...
+
+
+@runtime_checkable
+class ScorePlugin(Plugin, Protocol):
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
+        """Raw score of one node; raising an exception fails the cycle with an Error status."""
+
+
+@runtime_checkable
+class BatchScorePlugin(ScorePlugin, Protocol):
+    def score_nodes(self, state: CycleState, pod: Pod, table: NodeTable, slots: np.ndarray) -> np.ndarray:
+        """Raw scores (int64) of all ``slots`` at once."""
+
+
+@runtime_checkable
+class ScoreNormalizer(Plugin, Protocol):
+    def normalize_scores(self, state: CycleState, pod: Pod, scores: np.ndarray) -> None:
+        """Rescale raw scores in place into [MIN_NODE_SCORE, MAX_NODE_SCORE]."""
+
+
+@runtime_checkable
+class ReservePlugin(Plugin, Protocol):
+    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None: ...
+
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None: ...
+
+
+@runtime_checkable
+class PermitPlugin(Plugin, Protocol):
+    def permit(self, state: CycleState, pod: Pod, node_name: str) -> tuple[Status | None, float]:
+        """(status, timeout in seconds); a WAIT status holds the pod until allowed or timed out."""
+
+
+@runtime_checkable
+class PreBindPlugin(Plugin, Protocol):
+    async def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None: ...
+
+
+@runtime_checkable
+class BindPlugin(Plugin, Protocol):
+    async def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        """Bind the pod; a SKIP status hands it to the next bind plugin."""
+
+
+@runtime_checkable
+class PostBindPlugin(Plugin, Protocol):
+    def post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None: ...
