@@ -1,0 +1,147 @@
+"""Informer events → cache updates and queue moves.
+
+Assigned pods (any scheduler's) go to the cache, so their resources count at once; unassigned
+pods of our profiles go to the queue; node and storage changes update the cache and move the
+unschedulable pods they could help (the queue asks the plugins' queueing hints).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from scheduler.api import Node, Pod
+from scheduler.framework import ActionType, ClusterEvent
+from scheduler.framework.interface import ASSIGNED_POD, NODE
+
+log = logging.getLogger(__name__)
+
+ASSIGNED_POD_ADD = ClusterEvent(ASSIGNED_POD, ActionType.ADD, "AssignedPodAdd")
+ASSIGNED_POD_DELETE = ClusterEvent(ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete")
+NODE_ADD = ClusterEvent(NODE, ActionType.ADD, "NodeAdd")
+
+
+def pod_update_action(old: Pod, new: Pod) -> ActionType:
+    """What changed in an assigned pod, in upstream's event vocabulary."""
+    action = ActionType(0)
+    if old.labels != new.labels:
+        action |= ActionType.UPDATE_POD_LABEL
+    old_req, new_req = old.requests, new.requests
+    if (
+        new_req.milli_cpu < old_req.milli_cpu
+        or new_req.memory < old_req.memory
+        or new_req.ephemeral_storage < old_req.ephemeral_storage
+        or any(new_req.scalar.get(k, 0) < v for k, v in old_req.scalar.items())
+    ):
+        action |= ActionType.UPDATE_POD_SCALE_DOWN
+    if old.tolerations != new.tolerations:
+        action |= ActionType.UPDATE_POD_TOLERATIONS
+    return action or ActionType.UPDATE_OTHER
+
+
+def node_update_action(old: Node, new: Node) -> ActionType:
+    """What changed in a node, in upstream's event vocabulary (no bits: nothing scheduling-relevant)."""
+    action = ActionType(0)
+    if old.allocatable != new.allocatable:
+        action |= ActionType.UPDATE_NODE_ALLOCATABLE
+    if old.labels != new.labels:
+        action |= ActionType.UPDATE_NODE_LABEL
+    if old.taints != new.taints or old.unschedulable != new.unschedulable:
+        action |= ActionType.UPDATE_NODE_TAINT
+    if old.images != new.images:
+        action |= ActionType.UPDATE_OTHER
+    return action
+
+
+class PodEvents:
+    """Handler for the Pod informer."""
+
+    def __init__(self, cache: Any, queue: Any, scheduler_names: Collection[str]) -> None:
+        self.cache = cache
+        self.queue = queue
+        self.scheduler_names = frozenset(scheduler_names)
+
+    def responsible_for(self, pod: Pod) -> bool:
+        return pod.scheduler_name in self.scheduler_names
+
+    def on_add(self, pod: Pod) -> None:
+        if pod.node_name:
+            if not pod.is_terminal:
+                self.cache.add_pod(pod)
+                self.queue.on_cluster_event(ASSIGNED_POD_ADD, None, pod)
+        elif self.responsible_for(pod) and not pod.is_terminal:
+            self.queue.add(pod)
+
+    def on_update(self, old: Pod, new: Pod) -> None:
+        if old.node_name:
+            if new.is_terminal:
+                self.on_delete(old)
+                return
+            self.cache.update_pod(old, new)
+            action = pod_update_action(old, new)
+            self.queue.on_cluster_event(ClusterEvent(ASSIGNED_POD, action, "AssignedPodUpdate"), old, new)
+        elif new.node_name:
+            # Bound (by us or anyone): it leaves the queue and starts counting on its node.
+            if self.responsible_for(old):
+                self.queue.delete(old)
+            self.on_add(new)
+        elif self.responsible_for(new):
+            if new.is_terminal:
+                self.queue.delete(new)
+            else:
+                self.queue.update(old, new)
+
+    def on_delete(self, pod: Pod) -> None:
+        if pod.node_name:
+            self.cache.remove_pod(pod)
+            self.queue.on_cluster_event(ASSIGNED_POD_DELETE, pod, None)
+        elif self.responsible_for(pod):
+            self.queue.delete(pod)
+
+
+class NodeEvents:
+    """Handler for the Node informer."""
+
+    def __init__(self, cache: Any, queue: Any) -> None:
+        self.cache = cache
+        self.queue = queue
+
+    def on_add(self, node: Node) -> None:
+        self.cache.add_node(node)
+        self.queue.on_cluster_event(NODE_ADD, None, node)
+
+    def on_update(self, old: Node, new: Node) -> None:
+        self.cache.update_node(old, new)
+        action = node_update_action(old, new)
+        if action:
+            self.queue.on_cluster_event(ClusterEvent(NODE, action, "NodeUpdate"), old, new)
+
+    def on_delete(self, node: Node) -> None:
+        self.cache.remove_node(node)
+
+
+class ResourceEvents:
+    """Handler for kinds only plugins care about (PVs, PVCs, StorageClasses, CSINodes, ...):
+    every change is a cluster event that may move unschedulable pods."""
+
+    def __init__(self, queue: Any, resource: str) -> None:
+        self.queue = queue
+        self.resource = resource
+        self._labels = {
+            ActionType.ADD: f"{resource.rsplit('/', 1)[-1]}Add",
+            ActionType.UPDATE_OTHER: f"{resource.rsplit('/', 1)[-1]}Update",
+            ActionType.DELETE: f"{resource.rsplit('/', 1)[-1]}Delete",
+        }
+
+    def _event(self, action: ActionType) -> ClusterEvent:
+        return ClusterEvent(self.resource, action, self._labels[action])
+
+    def on_add(self, obj: Mapping[str, Any]) -> None:
+        self.queue.on_cluster_event(self._event(ActionType.ADD), None, obj)
+
+    def on_update(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+        self.queue.on_cluster_event(self._event(ActionType.UPDATE_OTHER), old, new)
+
+    def on_delete(self, obj: Mapping[str, Any]) -> None:
+        self.queue.on_cluster_event(self._event(ActionType.DELETE), obj, None)

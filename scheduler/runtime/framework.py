@@ -1,0 +1,490 @@
+"""One profile's plugins, and the runners for every extension point.
+
+The scheduling cycle (schedule_one.py) calls these in order. Filter and Score run over a numpy
+vector of node slots: batch plugins evaluate all candidates at once, per-node plugins are called
+node by node (lazily, so the search can stop as soon as enough feasible nodes are found).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from scheduler.api import Pod
+from scheduler.config import Plugins, Profile
+from scheduler.framework import (
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    ClusterEventWithHint,
+    Code,
+    CycleState,
+    Diagnosis,
+    Handle,
+    NodeLister,
+    NodeTable,
+    PluginFactory,
+    PostFilterResult,
+    PreFilterResult,
+    QueuedPodInfo,
+    Status,
+)
+from scheduler.runtime.waiting import WaitingPod
+
+log = logging.getLogger(__name__)
+
+# extension point (config attribute) -> the method a plugin defines to take part in it
+EXTENSION_METHODS: dict[str, str] = {
+    "pre_enqueue": "pre_enqueue",
+    "queue_sort": "sort_key",
+    "pre_filter": "pre_filter",
+    "filter": "filter",
+    "post_filter": "post_filter",
+    "pre_score": "pre_score",
+    "score": "score",
+    "reserve": "reserve",
+    "permit": "permit",
+    "pre_bind": "pre_bind",
+    "bind": "bind",
+    "post_bind": "post_bind",
+}
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+
+
+class FrameworkError(ValueError):
+    """A profile that cannot be built (unknown plugin, plugin at a point it does not implement...)."""
+
+
+@dataclass(slots=True)
+class Rejections:
+    """Which candidate slots were rejected, and with which status (indexes into ``statuses``)."""
+
+    slots: list[np.ndarray] = field(default_factory=list)
+    status_ids: list[np.ndarray] = field(default_factory=list)
+    statuses: list[Status] = field(default_factory=list)
+
+    def add(self, slots: np.ndarray, status_ids: np.ndarray, statuses: Sequence[Status], plugin: str) -> None:
+        base = len(self.statuses)
+        self.statuses.extend(s.with_plugin(plugin) for s in statuses)
+        self.slots.append(slots)
+        self.status_ids.append(status_ids.astype(np.int64) + base)
+
+    def add_one(self, slot: int, status: Status) -> None:
+        self.add(np.array([slot]), np.zeros(1, dtype=np.int64), [status], status.plugin)
+
+    def count(self) -> int:
+        return sum(len(s) for s in self.slots)
+
+    def to_diagnosis(self, table: NodeTable) -> Diagnosis:
+        diagnosis = Diagnosis()
+        for slots, ids in zip(self.slots, self.status_ids, strict=True):
+            for slot, status_id in zip(slots.tolist(), ids.tolist(), strict=True):
+                status = self.statuses[status_id]
+                diagnosis.node_to_status[table.info(slot).name] = status
+        for status in self.statuses:
+            if status.code == Code.PENDING:
+                diagnosis.pending_plugins.add(status.plugin)
+            else:
+                diagnosis.unschedulable_plugins.add(status.plugin)
+        return diagnosis
+
+
+def _implements(plugin: Any, point: str) -> bool:
+    return callable(getattr(plugin, EXTENSION_METHODS[point], None))
+
+
+def _expand(plugins: Plugins, instance: Callable[[str], Any]) -> dict[str, list[tuple[str, int]]]:
+    """Per extension point, the (plugin name, weight) list: multiPoint expanded as upstream does.
+
+    Order: plugins named both in multiPoint and explicitly at the point (in the explicit order),
+    then the other multiPoint plugins, then the remaining explicit ones. Explicit weights win.
+    """
+    result: dict[str, list[tuple[str, int]]] = {}
+    multi = plugins.multi_point.enabled
+    for point in EXTENSION_METHODS:
+        plugin_set = getattr(plugins, point)
+        disabled = {p.name for p in plugin_set.disabled}
+        explicit = {p.name: p for p in plugin_set.enabled}
+        for name in explicit:
+            if not _implements(instance(name), point):
+                raise FrameworkError(f"plugin {name!r} does not implement the {point} extension point")
+        from_multi: list[tuple[str, int]] = []
+        if "*" not in disabled:
+            for ref in multi:
+                if ref.name in disabled or not _implements(instance(ref.name), point):
+                    continue
+                if ref.name in explicit:
+                    continue
+                from_multi.append((ref.name, ref.weight or 1))
+        multi_names = {ref.name for ref in multi}
+        overrides = [(p.name, p.weight or 1) for p in plugin_set.enabled if p.name in multi_names]
+        rest = [(p.name, p.weight or 1) for p in plugin_set.enabled if p.name not in multi_names]
+        result[point] = overrides + from_multi + rest
+    return result
+
+
+def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:
+    """Upstream's percentageOfNodesToScore rule (0 or None = adaptive: 50% minus 1% per 125 nodes)."""
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all_nodes
+    if not percentage:
+        percentage = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    return max(num_all_nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+class Framework:
+    """The plugins of one profile, ready to run."""
+
+    def __init__(
+        self,
+        profile: Profile,
+        registry: Mapping[str, PluginFactory],
+        handle: Handle,
+        *,
+        percentage_of_nodes_to_score: int | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.profile_name = profile.scheduler_name
+        self.handle = handle
+        self._rng = rng or random.Random()
+        self.percentage_of_nodes_to_score = (
+            profile.percentage_of_nodes_to_score
+            if profile.percentage_of_nodes_to_score is not None
+            else percentage_of_nodes_to_score
+        )
+        self.plugins: dict[str, Any] = {}
+
+        def instance(name: str) -> Any:
+            if name not in self.plugins:
+                factory = registry.get(name)
+                if factory is None:
+                    raise FrameworkError(f"plugin {name!r} is not registered (profile {self.profile_name!r})")
+                self.plugins[name] = factory(profile.plugin_config.get(name), handle)
+            return self.plugins[name]
+
+        points = _expand(profile.plugins, instance)
+
+        def at(point: str) -> list[Any]:
+            return [self.plugins[name] for name, _ in points[point]]
+
+        self.pre_enqueue_plugins = at("pre_enqueue")
+        queue_sort = at("queue_sort")
+        if len(queue_sort) != 1:
+            raise FrameworkError(f"exactly one queueSort plugin must be enabled, found {len(queue_sort)}")
+        self.queue_sort = queue_sort[0]
+        self.pre_filter_plugins = at("pre_filter")
+        self.filter_plugins = at("filter")
+        self.filter_is_batch = [callable(getattr(p, "filter_nodes", None)) for p in self.filter_plugins]
+        self.post_filter_plugins = at("post_filter")
+        self.pre_score_plugins = at("pre_score")
+        self.score_plugins = [(self.plugins[name], weight) for name, weight in points["score"]]
+        self.reserve_plugins = at("reserve")
+        self.permit_plugins = at("permit")
+        self.pre_bind_plugins = at("pre_bind")
+        self.bind_plugins = at("bind")
+        if not self.bind_plugins:
+            raise FrameworkError("at least one bind plugin must be enabled")
+        self.post_bind_plugins = at("post_bind")
+        self.waiting_pods: dict[str, WaitingPod] = {}
+        self._next_start = 0
+
+    # ------------------------------------------------------------------ queue
+
+    def sort_key(self, info: QueuedPodInfo) -> Any:
+        return self.queue_sort.sort_key(info)
+
+    def pre_enqueue(self, pod: Pod) -> tuple[str, Status | None]:
+        for plugin in self.pre_enqueue_plugins:
+            status = plugin.pre_enqueue(pod)
+            if status is not None and not status.is_success:
+                return plugin.name, status.with_plugin(plugin.name)
+        return "", None
+
+    def events_to_register(self) -> dict[str, list[ClusterEventWithHint]]:
+        """Cluster events per plugin, for the queue's hints (plugins without the method: none)."""
+        events: dict[str, list[ClusterEventWithHint]] = {}
+        for name, plugin in self.plugins.items():
+            register = getattr(plugin, "events_to_register", None)
+            if callable(register):
+                events[name] = list(register())
+        return events
+
+    # ------------------------------------------------------------------ filter
+
+    def run_pre_filter(
+        self, state: CycleState, pod: Pod, snapshot: NodeLister
+    ) -> tuple[PreFilterResult | None, Status | None, set[str]]:
+        result: PreFilterResult | None = None
+        rejected: Status | None = None
+        rejecting: set[str] = set()
+        narrowing: list[str] = []
+        for plugin in self.pre_filter_plugins:
+            try:
+                plugin_result, status = plugin.pre_filter(state, pod, snapshot)
+            except Exception as exc:  # a plugin bug must not kill the loop
+                log.exception("PreFilter plugin %s failed for pod %s", plugin.name, pod.key)
+                return None, Status.from_error(exc, plugin.name), set()
+            if status is not None and status.is_skip:
+                state.skip_filter_plugins.add(plugin.name)
+                continue
+            if status is not None and not status.is_success:
+                status = status.with_plugin(plugin.name)
+                if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                    return None, status, {plugin.name}
+                if status.code == Code.UNSCHEDULABLE:
+                    rejected = rejected or status
+                    rejecting.add(plugin.name)
+                    continue
+                return None, status, set()
+            if plugin_result is not None and plugin_result.node_names is not None:
+                narrowing.append(plugin.name)
+                result = plugin_result.merge(result) if result else plugin_result
+                if not result.node_names:
+                    if len(narrowing) == 1:
+                        message = f"node(s) didn't satisfy plugin {narrowing[0]}"
+                    else:
+                        message = f"node(s) didn't satisfy plugin(s) [{' '.join(narrowing)}] simultaneously"
+                    return result, Status.unresolvable(message, plugin=plugin.name), set(narrowing)
+        if rejected is not None:
+            return None, rejected, rejecting
+        return result, None, set(narrowing)
+
+    def find_feasible(
+        self, state: CycleState, pod: Pod, snapshot: NodeLister, candidates: np.ndarray
+    ) -> tuple[np.ndarray, Rejections, int]:
+        """Feasible slots (in evaluation order, at most the number to find), rejections, nodes processed.
+
+        ``candidates`` are slots in evaluation order. Batch filters run first over every
+        candidate while the filter order allows it; the remaining filters run per node and stop
+        once enough feasible nodes are found.
+        """
+        table = snapshot.table
+        num_to_find = num_feasible_nodes_to_find(self.percentage_of_nodes_to_score, len(candidates))
+        if not self.score_plugins:
+            num_to_find = min(1, len(candidates))
+        rejections = Rejections()
+        alive = candidates
+        positions = np.arange(len(candidates))
+        plugins = [
+            (p, batch)
+            for p, batch in zip(self.filter_plugins, self.filter_is_batch, strict=True)
+            if p.name not in state.skip_filter_plugins
+        ]
+        first_per_node = next((i for i, (_, batch) in enumerate(plugins) if not batch), len(plugins))
+        for plugin, _ in plugins[:first_per_node]:
+            if alive.size == 0:
+                break
+            verdict = plugin.filter_nodes(state, pod, table, alive)
+            if verdict is None or not verdict.rejected.any():
+                continue
+            rejected = verdict.rejected
+            rejections.add(alive[rejected], verdict.status_ids[rejected], verdict.statuses, plugin.name)
+            keep = ~rejected
+            alive, positions = alive[keep], positions[keep]
+
+        per_node = [plugin for plugin, _ in plugins[first_per_node:]]
+        if not per_node:
+            feasible = alive[:num_to_find]
+            if len(alive) > num_to_find:
+                processed = int(positions[num_to_find - 1]) + 1 if num_to_find else 0
+            else:
+                processed = len(candidates)
+            return feasible, rejections, processed
+
+        feasible_list: list[int] = []
+        processed = len(candidates)
+        for slot, position in zip(alive.tolist(), positions.tolist(), strict=True):
+            info = table.info(slot)
+            status = self._filter_one(state, pod, info, per_node)
+            if status is None:
+                feasible_list.append(slot)
+                if len(feasible_list) >= num_to_find:
+                    processed = position + 1
+                    break
+            elif status.code == Code.ERROR:
+                raise CycleError(status)
+            else:
+                rejections.add_one(slot, status)
+        return np.array(feasible_list, dtype=np.int64), rejections, processed
+
+    def _filter_one(self, state: CycleState, pod: Pod, info: Any, plugins: Sequence[Any]) -> Status | None:
+        for plugin in plugins:
+            try:
+                status = plugin.filter(state, pod, info)
+            except Exception as exc:
+                log.exception("Filter plugin %s failed for pod %s", plugin.name, pod.key)
+                return Status.from_error(exc, plugin.name)
+            if status is not None and not status.is_success:
+                return status.with_plugin(plugin.name)
+        return None
+
+    def run_filters_on_node(self, state: CycleState, pod: Pod, info: Any) -> Status | None:
+        """Every filter on one node, per-node form (used by preemption's what-if runs)."""
+        active = [p for p in self.filter_plugins if p.name not in state.skip_filter_plugins]
+        return self._filter_one(state, pod, info, active)
+
+    def run_post_filter(
+        self, state: CycleState, pod: Pod, diagnosis: Diagnosis
+    ) -> tuple[PostFilterResult | None, Status | None]:
+        """PostFilter plugins until one succeeds; the rejections' messages are joined as upstream."""
+        reasons: list[str] = []
+        for plugin in self.post_filter_plugins:
+            try:
+                result, status = plugin.post_filter(state, pod, diagnosis)
+            except Exception as exc:
+                log.exception("PostFilter plugin %s failed for pod %s", plugin.name, pod.key)
+                return None, Status.from_error(exc, plugin.name)
+            if status is None or status.is_success:
+                return result, status
+            if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return result, status.with_plugin(plugin.name)
+            if status.code != Code.UNSCHEDULABLE:
+                return None, status.with_plugin(plugin.name)
+            reasons.extend(status.reasons)
+        return None, Status.unschedulable(*reasons) if reasons else None
+
+    # ------------------------------------------------------------------ score
+
+    def next_start_index(self, num_nodes: int) -> int:
+        return self._next_start % num_nodes if num_nodes else 0
+
+    def advance_start_index(self, processed: int, num_nodes: int) -> None:
+        if num_nodes:
+            self._next_start = (self._next_start + processed) % num_nodes
+
+    def run_scoring(self, state: CycleState, pod: Pod, table: NodeTable, slots: np.ndarray) -> np.ndarray:
+        """Weighted total scores of ``slots`` (PreScore, Score, NormalizeScore, weights)."""
+        infos = [table.info(s) for s in slots.tolist()]
+        for plugin in self.pre_score_plugins:
+            status = plugin.pre_score(state, pod, infos)
+            if status is not None and status.is_skip:
+                state.skip_score_plugins.add(plugin.name)
+            elif status is not None and not status.is_success:
+                raise CycleError(status.with_plugin(plugin.name))
+        totals = np.zeros(len(slots), dtype=np.int64)
+        for plugin, weight in self.score_plugins:
+            if plugin.name in state.skip_score_plugins:
+                continue
+            score_nodes = getattr(plugin, "score_nodes", None)
+            if score_nodes is not None:
+                raw = np.asarray(score_nodes(state, pod, table, slots), dtype=np.int64)
+            else:
+                raw = np.fromiter(
+                    (plugin.score(state, pod, i) for i in infos), dtype=np.int64, count=len(infos)
+                )
+            normalize = getattr(plugin, "normalize_scores", None)
+            if normalize is not None:
+                normalize(state, pod, raw)
+            if raw.size and (raw.min() < MIN_NODE_SCORE or raw.max() > MAX_NODE_SCORE):
+                bad = int(raw.max() if raw.max() > MAX_NODE_SCORE else raw.min())
+                raise CycleError(
+                    Status.from_error(
+                        ValueError(
+                            f"plugin {plugin.name!r} returns an invalid score {bad}, it should be in the "
+                            f"range [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+                        ),
+                        plugin.name,
+                    )
+                )
+            totals += raw * weight
+        return totals
+
+    def select_host(self, totals: np.ndarray) -> int:
+        """Index of the highest total; ties are broken uniformly at random, as upstream does."""
+        best = np.flatnonzero(totals == totals.max())
+        return int(best[0] if len(best) == 1 else best[self._rng.randrange(len(best))])
+
+    # ------------------------------------------------------------------ reserve / permit / bind
+
+    def run_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        for plugin in self.reserve_plugins:
+            try:
+                status = plugin.reserve(state, pod, node_name)
+            except Exception as exc:
+                log.exception("Reserve plugin %s failed for pod %s", plugin.name, pod.key)
+                return Status.from_error(exc, plugin.name)
+            if status is not None and not status.is_success:
+                return status.with_plugin(plugin.name)
+        return None
+
+    def run_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        for plugin in reversed(self.reserve_plugins):
+            try:
+                plugin.unreserve(state, pod, node_name)
+            except Exception:
+                log.exception("Unreserve of plugin %s failed for pod %s", plugin.name, pod.key)
+
+    def run_permit(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        """Success, a rejection, or WAIT (then the pod is registered in ``waiting_pods``)."""
+        timeouts: dict[str, float] = {}
+        for plugin in self.permit_plugins:
+            try:
+                status, timeout = plugin.permit(state, pod, node_name)
+            except Exception as exc:
+                log.exception("Permit plugin %s failed for pod %s", plugin.name, pod.key)
+                return Status.from_error(exc, plugin.name)
+            if status is None or status.is_success:
+                continue
+            if status.code == Code.WAIT:
+                timeouts[plugin.name] = min(timeout, 15 * 60.0)
+                continue
+            return status.with_plugin(plugin.name)
+        if timeouts:
+            self.waiting_pods[pod.uid] = WaitingPod(pod, node_name, timeouts)
+            return Status(Code.WAIT)
+        return None
+
+    async def wait_on_permit(self, pod: Pod) -> Status | None:
+        waiting = self.waiting_pods.get(pod.uid)
+        if waiting is None:
+            return None
+        try:
+            return await waiting.wait()
+        finally:
+            self.waiting_pods.pop(pod.uid, None)
+
+    async def run_pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        for plugin in self.pre_bind_plugins:
+            try:
+                status = await plugin.pre_bind(state, pod, node_name)
+            except Exception as exc:
+                log.exception("PreBind plugin %s failed for pod %s", plugin.name, pod.key)
+                return Status.from_error(exc, plugin.name)
+            if status is not None and not status.is_success:
+                return status.with_plugin(plugin.name)
+        return None
+
+    async def run_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        for plugin in self.bind_plugins:
+            try:
+                status = await plugin.bind(state, pod, node_name)
+            except Exception as exc:
+                log.exception("Bind plugin %s failed for pod %s", plugin.name, pod.key)
+                return Status.from_error(exc, plugin.name)
+            if status is not None and status.is_skip:
+                continue
+            if status is not None and not status.is_success:
+                return status.with_plugin(plugin.name)
+            return None
+        return Status.from_error(RuntimeError("no bind plugin bound the pod"), "")
+
+    def run_post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        for plugin in self.post_bind_plugins:
+            try:
+                plugin.post_bind(state, pod, node_name)
+            except Exception:
+                log.exception("PostBind plugin %s failed for pod %s", plugin.name, pod.key)
+
+
+class CycleError(Exception):
+    """A plugin error that ends the scheduling cycle; the pod is retried with backoff."""
+
+    def __init__(self, status: Status) -> None:
+        super().__init__(status.message())
+        self.status = status

@@ -1,0 +1,44 @@
+"""The services a profile's plugins may call (framework.Handle), backed by the running scheduler."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from scheduler.api import Pod
+from scheduler.framework import ApiClient, NodeLister
+
+
+class FrameworkHandle:
+    """One per profile. ``snapshot`` is the cache's current view (see scheduler.cache)."""
+
+    def __init__(
+        self,
+        scheduler_name: str,
+        client: ApiClient,
+        snapshot: Callable[[], NodeLister],
+        record_event: Callable[[Pod, str, str, str, str], None],
+        nominated_pods: Callable[[str], Sequence[Pod]] = lambda _node: (),
+    ) -> None:
+        self._scheduler_name = scheduler_name
+        self._client = client
+        self._snapshot = snapshot
+        self._record_event = record_event
+        self.nominated_pods = nominated_pods
+
+    @property
+    def snapshot(self) -> NodeLister:
+        return self._snapshot()
+
+    @property
+    def client(self) -> ApiClient:
+        return self._client
+
+    @property
+    def scheduler_name(self) -> str:
+        return self._scheduler_name
+
+    def record_event(self, obj: Pod, event_type: str, reason: str, action: str, message: str) -> None:
+        self._record_event(obj, event_type, reason, action, message)
+
+    def nominated_pods_for_node(self, node_name: str) -> Sequence[Pod]:
+        return self.nominated_pods(node_name)

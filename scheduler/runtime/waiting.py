@@ -1,0 +1,49 @@
+"""Pods held at Permit until every waiting plugin allows them (or one rejects / times out)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from scheduler.api import Pod
+from scheduler.framework import Code, Status
+
+
+class WaitingPod:
+    """A pod some Permit plugins asked to wait for; plugins call ``allow`` / ``reject``."""
+
+    def __init__(self, pod: Pod, node_name: str, timeouts: dict[str, float]) -> None:
+        self.pod = pod
+        self.node_name = node_name
+        self._pending = set(timeouts)
+        self._result: asyncio.Future[Status | None] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        self._timers = [
+            loop.call_later(
+                timeout,
+                self.reject,
+                plugin,
+                f"rejected due to timeout after waiting {timeout}s at plugin {plugin}",
+            )
+            for plugin, timeout in timeouts.items()
+        ]
+
+    @property
+    def pending_plugins(self) -> frozenset[str]:
+        return frozenset(self._pending)
+
+    def allow(self, plugin: str) -> None:
+        self._pending.discard(plugin)
+        if not self._pending:
+            self._finish(None)
+
+    def reject(self, plugin: str, message: str) -> None:
+        self._finish(Status(Code.UNSCHEDULABLE, (message,), plugin))
+
+    def _finish(self, status: Status | None) -> None:
+        if not self._result.done():
+            self._result.set_result(status)
+        for timer in self._timers:
+            timer.cancel()
+
+    async def wait(self) -> Status | None:
+        return await self._result

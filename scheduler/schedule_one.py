@@ -1,0 +1,397 @@
+"""The story of one pod: the scheduling cycle, then the binding cycle.
+
+The scheduling cycle is synchronous: between reading the cache's snapshot and assuming the pod
+on the chosen node nothing awaits, so no informer event can change the cache mid-decision and
+two decisions never overbook a node (DESIGN.md principle 4). Binding runs as bounded concurrent
+asyncio tasks; a failed binding unreserves, forgets the assumed pod and requeues it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from scheduler.api import Pod
+from scheduler.framework import (
+    ActionType,
+    Code,
+    CycleState,
+    Diagnosis,
+    PostFilterResult,
+    QueuedPodInfo,
+    Status,
+)
+from scheduler.framework.interface import ASSIGNED_POD, ClusterEvent
+from scheduler.runtime import CycleError, Framework
+
+log = logging.getLogger(__name__)
+
+NOTE_LENGTH_LIMIT = 1024  # events' note limit; longer messages are cut as upstream does
+POD_REASON_UNSCHEDULABLE = "Unschedulable"
+POD_REASON_SCHEDULER_ERROR = "SchedulerError"
+ASSIGNED_POD_DELETE = ClusterEvent(ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete")
+
+
+class EventSink(Protocol):
+    def record(self, obj: Any, event_type: str, reason: str, action: str, note: str) -> None: ...
+
+
+# patch_status(pod, condition, nominated_node_name) -> awaitable; writes pods/<name>/status
+StatusPatcher = Callable[[Pod, dict[str, Any] | None, str | None], Awaitable[None]]
+
+
+def truncate_message(message: str) -> str:
+    if len(message) <= NOTE_LENGTH_LIMIT:
+        return message
+    suffix = " ..."
+    return message[: NOTE_LENGTH_LIMIT - len(suffix)] + suffix
+
+
+def fit_error_message(num_all_nodes: int, diagnosis: Diagnosis) -> str:
+    """``0/N nodes are available: <count> <reason>, ... <postfilter>.`` exactly as upstream words it."""
+    message = f"0/{num_all_nodes} nodes are available:"
+    if diagnosis.pre_filter_msg:
+        message += f" {diagnosis.pre_filter_msg}."
+    else:
+        counts = Counter(reason for status in diagnosis.node_to_status.values() for reason in status.reasons)
+        histogram = sorted(f"{count} {reason}" for reason, count in counts.items())
+        if histogram:
+            message += f" {', '.join(histogram)}."
+    if diagnosis.post_filter_msg:
+        message += f" {diagnosis.post_filter_msg}."
+    return message
+
+
+@dataclass(slots=True)
+class FitError:
+    """No node fits the pod."""
+
+    num_all_nodes: int
+    diagnosis: Diagnosis
+
+    def message(self) -> str:
+        return fit_error_message(self.num_all_nodes, self.diagnosis)
+
+
+@dataclass(slots=True)
+class ScheduleResult:
+    node_name: str
+    evaluated_nodes: int
+    feasible_nodes: int
+
+
+class Scheduler:
+    """Pops pods from the queue, decides, assumes, and hands them to binding tasks."""
+
+    def __init__(
+        self,
+        *,
+        cache: Any,
+        queue: Any,
+        frameworks: Mapping[str, Framework],
+        events: EventSink,
+        patch_status: StatusPatcher,
+        current_pod: Callable[[Pod], Pod | None],
+        metrics: Any = None,
+        max_inflight_bindings: int = 256,
+    ) -> None:
+        self.cache = cache
+        self.queue = queue
+        self.frameworks = frameworks
+        self.events = events
+        self.patch_status = patch_status
+        self.current_pod = current_pod
+        self.metrics = metrics
+        self._binding_slots = asyncio.Semaphore(max_inflight_bindings)
+        self._bindings: set[asyncio.Task[None]] = set()
+        self._side_tasks: set[asyncio.Task[None]] = set()
+
+    # ------------------------------------------------------------------ loop
+
+    async def run(self) -> None:
+        """Schedule pods one at a time until cancelled or the queue closes."""
+        while True:
+            info = await self.queue.pop()
+            if info is None:
+                return
+            await self._binding_slots.acquire()
+            try:
+                self.schedule_one(info)
+            except Exception:
+                # Never let one pod take the loop down; the pod is retried.
+                log.exception("unexpected error scheduling pod %s", info.pod.key)
+                self._binding_slots.release()
+                self.queue.add_unschedulable(info, self.queue.scheduling_cycle())
+            # Let informer events in between decisions even when the queue is never empty.
+            await asyncio.sleep(0)
+
+    async def wait_for_bindings(self, timeout: float) -> bool:
+        """Wait for in-flight binding tasks (graceful shutdown); False if some are still running."""
+        pending = set(self._bindings) | set(self._side_tasks)
+        if not pending:
+            return True
+        _, still = await asyncio.wait(pending, timeout=timeout)
+        return not still
+
+    @property
+    def inflight_bindings(self) -> int:
+        return len(self._bindings)
+
+    # ------------------------------------------------------------------ scheduling cycle
+
+    def schedule_one(self, info: QueuedPodInfo) -> None:
+        """One scheduling cycle; on success a binding task is started (it owns a binding slot)."""
+        pod = info.pod
+        fwk = self.frameworks.get(pod.scheduler_name)
+        if fwk is None or pod.is_terminating or self.cache.is_assumed(pod.uid):
+            if fwk is not None and pod.is_terminating:
+                self.events.record(
+                    pod, "Warning", "FailedScheduling", "Scheduling", f"skip schedule deleting pod: {pod.key}"
+                )
+            self.queue.done(pod.uid)
+            self._binding_slots.release()
+            return
+
+        start = time.perf_counter()
+        state = CycleState()
+        cycle = self.queue.scheduling_cycle()
+        try:
+            result = self._schedule_pod(fwk, state, pod)
+        except CycleError as exc:
+            self._fail(fwk, info, exc.status, None, None, start, cycle)
+            return
+        if isinstance(result, FitError):
+            nominated = None
+            if fwk.post_filter_plugins:
+                post_result, post_status = fwk.run_post_filter(state, pod, result.diagnosis)
+                if post_status is not None:
+                    result.diagnosis.post_filter_msg = post_status.message()
+                    if post_status.code == Code.ERROR:
+                        log.error("PostFilter failed for pod %s: %s", pod.key, post_status.message())
+                nominated = post_result
+            status = Status(Code.UNSCHEDULABLE, (result.message(),))
+            self._fail(fwk, info, status, result, nominated, start, cycle)
+            return
+        self._observe_algorithm(start)
+
+        assumed = dataclasses.replace(pod, node_name=result.node_name)
+        self.cache.assume_pod(assumed)
+        status = fwk.run_reserve(state, assumed, result.node_name)
+        if status is None:
+            status = fwk.run_permit(state, assumed, result.node_name)
+        if status is not None and status.code != Code.WAIT:
+            fwk.run_unreserve(state, assumed, result.node_name)
+            self.cache.forget_pod(assumed)
+            fit = self._single_node_fit_error(result.node_name, status) if status.is_rejected else None
+            self._fail(fwk, info, status, fit, None, start, cycle)
+            return
+
+        task = asyncio.create_task(self._binding_cycle(fwk, state, info, assumed, result, start, cycle))
+        self._bindings.add(task)
+        task.add_done_callback(self._binding_done)
+
+    def _binding_done(self, task: asyncio.Task[None]) -> None:
+        self._bindings.discard(task)
+        self._binding_slots.release()
+        if not task.cancelled() and task.exception() is not None:
+            log.error("binding task failed", exc_info=task.exception())
+
+    def _schedule_pod(self, fwk: Framework, state: CycleState, pod: Pod) -> ScheduleResult | FitError:
+        snapshot = self.cache.snapshot()
+        num_nodes = len(snapshot)
+        if num_nodes == 0:
+            raise CycleError(Status.unresolvable("no nodes available to schedule pods"))
+        pre_result, status, plugins = fwk.run_pre_filter(state, pod, snapshot)
+        if status is not None and not status.is_rejected:
+            raise CycleError(status)
+        if status is not None:
+            diagnosis = Diagnosis(
+                absent_nodes_status=status, pre_filter_msg=status.message(), unschedulable_plugins=plugins
+            )
+            if status.code == Code.PENDING:
+                diagnosis.pending_plugins, diagnosis.unschedulable_plugins = plugins, set()
+            return FitError(num_nodes, diagnosis)
+
+        order = snapshot.order
+        start_index = fwk.next_start_index(num_nodes)
+        candidates = np.concatenate((order[start_index:], order[:start_index])) if start_index else order
+        absent_status = None
+        if pre_result is not None and pre_result.node_names is not None:
+            wanted = [snapshot.get(name) for name in pre_result.node_names]
+            wanted_slots = {info.slot for info in wanted if info is not None}
+            candidates = np.array([s for s in candidates.tolist() if s in wanted_slots], dtype=np.int64)
+            absent_status = Status.unresolvable(
+                f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(plugins))}]"
+            )
+
+        feasible, rejections, processed = fwk.find_feasible(state, pod, snapshot, candidates)
+        fwk.advance_start_index(processed, num_nodes)
+        if len(feasible) == 0:
+            diagnosis = rejections.to_diagnosis(snapshot.table)
+            diagnosis.absent_nodes_status = absent_status
+            diagnosis.unschedulable_plugins |= plugins if absent_status else set()
+            return FitError(num_nodes, diagnosis)
+        evaluated = len(feasible) + rejections.count()
+        table = snapshot.table
+        if len(feasible) == 1:
+            return ScheduleResult(table.info(int(feasible[0])).name, evaluated, 1)
+        totals = fwk.run_scoring(state, pod, table, feasible)
+        chosen = int(feasible[fwk.select_host(totals)])
+        return ScheduleResult(table.info(chosen).name, evaluated, len(feasible))
+
+    @staticmethod
+    def _single_node_fit_error(node_name: str, status: Status) -> FitError:
+        diagnosis = Diagnosis(node_to_status={node_name: status}, unschedulable_plugins={status.plugin})
+        return FitError(1, diagnosis)
+
+    # ------------------------------------------------------------------ binding cycle
+
+    async def _binding_cycle(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        info: QueuedPodInfo,
+        assumed: Pod,
+        result: ScheduleResult,
+        start: float,
+        cycle: int,
+    ) -> None:
+        node = result.node_name
+        status = await fwk.wait_on_permit(assumed)
+        fit = None
+        if status is not None and status.is_rejected:
+            fit = self._single_node_fit_error(node, status)
+        if status is None:
+            self.queue.done(assumed.uid)
+            status = await fwk.run_pre_bind(state, assumed, node)
+        if status is None:
+            if self.queue.was_deleted(assumed.uid):
+                status = Status.from_error(RuntimeError(f"pod {assumed.key} was deleted before binding"))
+            else:
+                status = await fwk.run_bind(state, assumed, node)
+        self.cache.finish_binding(assumed)
+        if status is None:
+            self.events.record(
+                assumed, "Normal", "Scheduled", "Binding", f"Successfully assigned {assumed.key} to {node}"
+            )
+            log.debug(
+                "bound %s to %s (%d feasible of %d evaluated)",
+                assumed.key,
+                node,
+                result.feasible_nodes,
+                result.evaluated_nodes,
+            )
+            self._observe_scheduled(fwk, info, start)
+            fwk.run_post_bind(state, assumed, node)
+            return
+        fwk.run_unreserve(state, assumed, node)
+        self.cache.forget_pod(assumed)
+        # Resources the assumed pod held are free again: pods they blocked may fit now.
+        self.queue.on_cluster_event(ASSIGNED_POD_DELETE, assumed, None)
+        self._fail(fwk, info, status, fit, None, start, cycle)
+
+    # ------------------------------------------------------------------ failures
+
+    def _fail(
+        self,
+        fwk: Framework,
+        info: QueuedPodInfo,
+        status: Status,
+        fit: FitError | None,
+        nominated: PostFilterResult | None,
+        start: float,
+        cycle: int,
+    ) -> None:
+        """Report the failure (event + PodScheduled condition) and put the pod back in the queue."""
+        pod = info.pod
+        rejected = fit is not None or status.is_rejected
+        reason = POD_REASON_UNSCHEDULABLE if rejected else POD_REASON_SCHEDULER_ERROR
+        message = fit.message() if fit is not None else status.message()
+        if fit is not None:
+            info.unschedulable_plugins = set(fit.diagnosis.unschedulable_plugins)
+            info.pending_plugins = set(fit.diagnosis.pending_plugins)
+            log.info("unable to schedule pod %s; no fit; waiting: %s", pod.key, message)
+        else:
+            info.unschedulable_plugins = {status.plugin} if rejected and status.plugin else set()
+            info.pending_plugins = set()
+            log.warning("error scheduling pod %s; retrying: %s", pod.key, message)
+        if not rejected:
+            info.consecutive_errors += 1
+        self._observe_failure(fwk, reason, start)
+
+        current = self.current_pod(pod)
+        if current is None or current.node_name:
+            # Deleted meanwhile, or bound by someone else: nothing to retry.
+            self.queue.done(pod.uid)
+        else:
+            info.pod = current
+            self.queue.add_unschedulable(info, cycle)
+
+        self.events.record(pod, "Warning", "FailedScheduling", "Scheduling", truncate_message(message))
+        if current is None:
+            return
+        condition = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": reason,
+            "message": message,
+        }
+        nominated_node = (
+            nominated.nominated_node_name if nominated and nominated.nominated_node_name else None
+        )
+        if _condition_unchanged(current, condition) and nominated_node is None:
+            return
+        task = asyncio.create_task(self._patch(current, condition, nominated_node))
+        self._side_tasks.add(task)
+        task.add_done_callback(self._side_tasks.discard)
+
+    async def _patch(self, pod: Pod, condition: dict[str, Any], nominated: str | None) -> None:
+        try:
+            await self.patch_status(pod, condition, nominated)
+        except Exception as exc:  # the pod may be gone; the next attempt will report again
+            log.warning("could not update the status of pod %s: %s", pod.key, exc)
+
+    # ------------------------------------------------------------------ metrics
+
+    def _observe_algorithm(self, start: float) -> None:
+        if self.metrics is not None:
+            self.metrics.scheduling_algorithm_duration.observe(time.perf_counter() - start)
+
+    def _observe_scheduled(self, fwk: Framework, info: QueuedPodInfo, start: float) -> None:
+        if self.metrics is None:
+            return
+        m = self.metrics
+        m.schedule_attempts.labels(result="scheduled", profile=fwk.profile_name).inc()
+        m.scheduling_attempt_duration.labels(result="scheduled", profile=fwk.profile_name).observe(
+            time.perf_counter() - start
+        )
+        m.pod_scheduling_attempts.observe(info.attempts)
+        if info.initial_attempt_timestamp is not None:
+            attempts = "15+" if info.attempts >= 15 else str(info.attempts)
+            m.pod_scheduling_sli_duration.labels(attempts=attempts).observe(
+                max(0.0, time.time() - info.initial_attempt_timestamp)
+            )
+
+    def _observe_failure(self, fwk: Framework, reason: str, start: float) -> None:
+        if self.metrics is None:
+            return
+        result = "unschedulable" if reason == POD_REASON_UNSCHEDULABLE else "error"
+        self.metrics.schedule_attempts.labels(result=result, profile=fwk.profile_name).inc()
+        self.metrics.scheduling_attempt_duration.labels(result=result, profile=fwk.profile_name).observe(
+            time.perf_counter() - start
+        )
+
+
+def _condition_unchanged(pod: Pod, condition: Mapping[str, Any]) -> bool:
+    existing = pod.condition("PodScheduled")
+    return existing is not None and all(
+        existing.get(k) == condition[k] for k in ("status", "reason", "message")
+    )

@@ -1,0 +1,272 @@
+"""The framework runtime: multiPoint expansion, filter runs, scoring, FailedScheduling messages."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from scheduler.api import Node, Pod, Resource
+from scheduler.config import PluginRef, Plugins, PluginSet, Profile
+from scheduler.framework import CycleState, Diagnosis, NodeInfo, NodeTable, NodeVerdicts, Status
+from scheduler.runtime import Framework, FrameworkError
+from scheduler.runtime.framework import num_feasible_nodes_to_find
+from scheduler.schedule_one import fit_error_message, truncate_message
+
+
+class Sort:
+    name = "Sort"
+
+    def __init__(self, args, handle):
+        pass
+
+    def sort_key(self, info):
+        return (-info.pod.priority, info.timestamp)
+
+
+class Binder:
+    name = "Binder"
+
+    def __init__(self, args, handle):
+        pass
+
+    async def bind(self, state, pod, node_name):
+        return None
+
+
+class EvenSlotsOnly:
+    """A batch filter rejecting odd slots."""
+
+    name = "EvenSlotsOnly"
+
+    def __init__(self, args, handle):
+        pass
+
+    def filter(self, state, pod, node_info):
+        return None if node_info.slot % 2 == 0 else Status.unschedulable("odd slot")
+
+    def filter_nodes(self, state, pod, table, slots):
+        return NodeVerdicts.uniform(slots % 2 == 1, Status.unschedulable("odd slot"))
+
+
+class NotNamed:
+    """A per-node filter rejecting one node by name."""
+
+    name = "NotNamed"
+    banned = "node-2"
+
+    def __init__(self, args, handle):
+        pass
+
+    def filter(self, state, pod, node_info):
+        return Status.unresolvable("banned node") if node_info.name == self.banned else None
+
+
+class SlotScore:
+    name = "SlotScore"
+
+    def __init__(self, args, handle):
+        pass
+
+    def score(self, state, pod, node_info):
+        return node_info.slot
+
+
+REGISTRY = {cls.name: cls for cls in (Sort, Binder, EvenSlotsOnly, NotNamed, SlotScore)}
+
+
+def profile(multi: list[PluginRef], **points: PluginSet) -> Profile:
+    return Profile(scheduler_name="test", plugins=Plugins(multi_point=PluginSet(enabled=multi), **points))
+
+
+def make_table(count: int) -> NodeTable:
+    table = NodeTable()
+    for i in range(count):
+        table.add(NodeInfo(Node(name=f"node-{i}", allocatable=Resource(milli_cpu=1000))))
+    return table
+
+
+class Snapshot:
+    def __init__(self, table: NodeTable) -> None:
+        self.table = table
+        self.order = np.flatnonzero(table.valid)
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def get(self, name):
+        return next((i for i in self.table.infos if i is not None and i.name == name), None)
+
+
+POD = Pod(uid="u1", namespace="default", name="p")
+
+
+def test_multi_point_plugins_join_every_extension_point_they_implement():
+    fwk = Framework(
+        profile([PluginRef("Sort"), PluginRef("EvenSlotsOnly"), PluginRef("Binder")]), REGISTRY, None
+    )
+    assert [p.name for p in fwk.filter_plugins] == ["EvenSlotsOnly"]
+    assert fwk.queue_sort.name == "Sort"
+    assert [p.name for p in fwk.bind_plugins] == ["Binder"]
+    assert fwk.score_plugins == []
+
+
+def test_explicit_entries_come_first_and_their_weight_wins():
+    fwk = Framework(
+        profile(
+            [PluginRef("Sort"), PluginRef("Binder"), PluginRef("SlotScore", 2), PluginRef("EvenSlotsOnly")],
+            filter=PluginSet(enabled=[PluginRef("NotNamed"), PluginRef("EvenSlotsOnly")]),
+            score=PluginSet(enabled=[PluginRef("SlotScore", 5)]),
+        ),
+        REGISTRY,
+        None,
+    )
+    # overrides (in multiPoint and explicit) first, then multiPoint-only, then explicit-only
+    assert [p.name for p in fwk.filter_plugins] == ["EvenSlotsOnly", "NotNamed"]
+    assert [(p.name, w) for p, w in fwk.score_plugins] == [("SlotScore", 5)]
+
+
+def test_disabled_at_one_point_removes_a_multi_point_plugin_there_only():
+    fwk = Framework(
+        profile(
+            [PluginRef("Sort"), PluginRef("Binder"), PluginRef("EvenSlotsOnly")],
+            filter=PluginSet(disabled=[PluginRef("EvenSlotsOnly")]),
+        ),
+        REGISTRY,
+        None,
+    )
+    assert fwk.filter_plugins == []
+
+
+@pytest.mark.parametrize(
+    ("multi", "points", "message"),
+    [
+        ([PluginRef("Binder")], {}, "exactly one queueSort plugin"),
+        ([PluginRef("Sort")], {}, "at least one bind plugin"),
+        ([PluginRef("Sort"), PluginRef("Binder"), PluginRef("Nope")], {}, "'Nope' is not registered"),
+        (
+            [PluginRef("Sort"), PluginRef("Binder")],
+            {"score": PluginSet(enabled=[PluginRef("NotNamed")])},
+            "'NotNamed' does not implement the score",
+        ),
+    ],
+)
+def test_an_unusable_profile_is_refused_with_the_reason(multi, points, message):
+    with pytest.raises(FrameworkError, match=message):
+        Framework(profile(multi, **points), REGISTRY, None)
+
+
+@pytest.mark.parametrize(
+    ("percentage", "nodes", "expected"),
+    [
+        (None, 50, 50),  # fewer than 100 nodes: all of them
+        (None, 1000, 420),  # adaptive: 50 - 1000/125 = 42%
+        (None, 5000, 500),  # adaptive: 50 - 40 = 10%
+        (None, 10000, 500),  # adaptive floor 5%
+        (30, 1000, 300),
+        (1, 1000, 100),  # never fewer than 100
+        (100, 1000, 1000),
+    ],
+)
+def test_number_of_feasible_nodes_to_find_follows_upstream(percentage, nodes, expected):
+    assert num_feasible_nodes_to_find(percentage, nodes) == expected
+
+
+def test_without_score_plugins_the_first_feasible_node_is_enough():
+    fwk = Framework(profile([PluginRef("Sort"), PluginRef("Binder"), PluginRef("NotNamed")]), REGISTRY, None)
+    snapshot = Snapshot(make_table(6))
+    feasible, _, processed = fwk.find_feasible(CycleState(), POD, snapshot, snapshot.order)
+    assert feasible.tolist() == [0]
+    assert processed == 1
+
+
+def test_batch_and_per_node_filters_attribute_each_rejection_to_the_first_failing_plugin():
+    plugins = ["Sort", "Binder", "EvenSlotsOnly", "NotNamed", "SlotScore"]
+    fwk = Framework(
+        profile([PluginRef(name) for name in plugins]),
+        REGISTRY,
+        None,
+    )
+    snapshot = Snapshot(make_table(6))
+    feasible, rejections, processed = fwk.find_feasible(CycleState(), POD, snapshot, snapshot.order)
+    assert feasible.tolist() == [0, 4]
+    assert processed == 6
+    diagnosis = rejections.to_diagnosis(snapshot.table)
+    assert {n: s.reasons for n, s in diagnosis.node_to_status.items()} == {
+        "node-1": ("odd slot",),
+        "node-3": ("odd slot",),
+        "node-5": ("odd slot",),
+        "node-2": ("banned node",),
+    }
+    assert diagnosis.unschedulable_plugins == {"EvenSlotsOnly", "NotNamed"}
+
+
+def test_the_search_stops_once_enough_feasible_nodes_are_found():
+    fwk = Framework(
+        profile([PluginRef("Sort"), PluginRef("Binder"), PluginRef("NotNamed"), PluginRef("SlotScore")]),
+        REGISTRY,
+        None,
+    )
+    fwk.percentage_of_nodes_to_score = 1  # 100 of 400 nodes
+    snapshot = Snapshot(make_table(400))
+    feasible, _, processed = fwk.find_feasible(CycleState(), POD, snapshot, snapshot.order)
+    assert len(feasible) == 100
+    assert processed == 101  # node-2 was rejected on the way
+
+
+def test_scores_are_weighted_and_the_best_node_wins():
+    fwk = Framework(
+        profile([PluginRef("Sort"), PluginRef("Binder"), PluginRef("SlotScore", 3)]),
+        REGISTRY,
+        None,
+        rng=random.Random(1),
+    )
+    table = make_table(5)
+    totals = fwk.run_scoring(CycleState(), POD, table, np.array([1, 3, 2]))
+    assert totals.tolist() == [3, 9, 6]
+    assert fwk.select_host(totals) == 1
+
+
+def test_ties_are_broken_at_random_among_the_best():
+    fwk = Framework(profile([PluginRef("Sort"), PluginRef("Binder")]), REGISTRY, None, rng=random.Random(7))
+    picks = {fwk.select_host(np.array([5, 9, 9, 1, 9])) for _ in range(200)}
+    assert picks == {1, 2, 4}
+
+
+def test_fit_error_message_counts_and_sorts_reasons_like_upstream():
+    diagnosis = Diagnosis(
+        node_to_status={
+            "a": Status.unschedulable("Insufficient cpu", "Insufficient memory"),
+            "b": Status.unschedulable("Insufficient cpu"),
+            "c": Status.unresolvable("node(s) had untolerated taint(s)"),
+        }
+    )
+    assert fit_error_message(3, diagnosis) == (
+        "0/3 nodes are available: 1 Insufficient memory, 1 node(s) had untolerated taint(s), "
+        "2 Insufficient cpu."
+    )
+    diagnosis.post_filter_msg = (
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+    )
+    assert fit_error_message(3, diagnosis).endswith(
+        "2 Insufficient cpu. preemption: 0/3 nodes are available: "
+        "3 Preemption is not helpful for scheduling.."
+    )
+
+
+def test_a_prefilter_rejection_replaces_the_per_node_reasons():
+    diagnosis = Diagnosis(
+        node_to_status={"a": Status.unschedulable("Insufficient cpu")},
+        pre_filter_msg="pod has unbound immediate PersistentVolumeClaims",
+    )
+    assert fit_error_message(4, diagnosis) == (
+        "0/4 nodes are available: pod has unbound immediate PersistentVolumeClaims."
+    )
+
+
+def test_long_messages_are_cut_to_the_event_note_limit():
+    assert truncate_message("x" * 10) == "x" * 10
+    cut = truncate_message("y" * 2000)
+    assert len(cut) == 1024
+    assert cut.endswith(" ...")
