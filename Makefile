@@ -23,8 +23,8 @@ test: install tools
 	$(BIN)/pytest -q
 
 lint: install
-	$(BIN)/ruff check scheduler tests bench
-	$(BIN)/ruff format --check scheduler tests bench
+	$(BIN)/ruff check scheduler tests bench e2e
+	$(BIN)/ruff format --check scheduler tests bench e2e
 
 ## The main job: a local API endpoint with simulated nodes, the scheduler, a sample Deployment.
 demo: install

@@ -1,0 +1,49 @@
+# Shipping: the image, a kind cluster, the e2e suite, chart linting. Included by the Makefile,
+# which provides BIN (the virtualenv's bin) and puts .tools/bin (kubectl, helm) on PATH.
+# kind needs Docker and the internet; CI runs only `helm-lint` and the rendered-manifest tests.
+
+IMAGE        ?= pyscheduler:dev
+KIND_CLUSTER ?= pyscheduler
+KIND_VERSION ?= v0.29.0
+KIND         ?= $(or $(shell command -v kind 2>/dev/null),$(CURDIR)/.tools/bin/kind)
+E2E_ARGS     ?=
+CHART        := helm/pyscheduler
+
+.PHONY: image kind kind-up kind-load kind-down e2e helm-lint
+
+image:
+	docker build --tag $(IMAGE) .
+	@docker image inspect $(IMAGE) --format 'image $(IMAGE): {{.Size}} bytes'
+
+## kind itself, into .tools/bin, when it is not on PATH already.
+kind: $(KIND)
+$(CURDIR)/.tools/bin/kind:
+	mkdir -p $(@D)
+	curl -fsSLo $@ https://kind.sigs.k8s.io/dl/$(KIND_VERSION)/kind-$$(uname -s | tr A-Z a-z)-$$(uname -m | sed 's/x86_64/amd64/;s/aarch64/arm64/')
+	chmod +x $@
+
+kind-up: $(KIND)
+	$(KIND) get clusters | grep -qx $(KIND_CLUSTER) \
+		|| $(KIND) create cluster --name $(KIND_CLUSTER) --config e2e/kind-config.yaml --wait 120s
+	kubectl config use-context kind-$(KIND_CLUSTER)
+
+kind-load: $(KIND)
+	$(KIND) load docker-image $(IMAGE) --name $(KIND_CLUSTER)
+
+kind-down: $(KIND)
+	$(KIND) delete cluster --name $(KIND_CLUSTER)
+
+## The e2e suite against $$KUBECONFIG's cluster (skips when none answers). With kind:
+##   make kind-up image kind-load e2e
+## Against a scheduler you run yourself: make e2e E2E_ARGS="--scheduler=external"
+e2e: install tools
+	$(BIN)/pytest -q -rs e2e --image=$(IMAGE) $(E2E_ARGS)
+
+helm-lint: tools
+	helm lint --strict $(CHART)
+	@for values in $(CHART)/ci/*-values.yaml; do \
+		echo "helm lint --strict $(CHART) --values $$values"; \
+		helm lint --strict --quiet $(CHART) --values $$values || exit 1; \
+		helm template pyscheduler $(CHART) --namespace pyscheduler --values $$values >/dev/null || exit 1; \
+	done
+	kubectl kustomize deploy >/dev/null
