@@ -1,0 +1,308 @@
+"""Prometheus metrics with kube-scheduler v1.36's names, types, labels and buckets.
+
+Dashboards and alerts written for kube-scheduler work unchanged against pyscheduler, so every
+metric here mirrors ``pkg/scheduler/metrics`` (plus client-go's ``leader_election_master_status``).
+Each :class:`SchedulerMetrics` owns its own registry: several schedulers can share one process
+(tests, simulations) without colliding in prometheus-client's global registry.
+"""
+
+from __future__ import annotations
+
+import platform
+import random
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
+from prometheus_client.exposition import choose_encoder
+
+from scheduler import __version__
+
+SUBSYSTEM = "scheduler"
+
+# kube-scheduler exposes no ``*_created`` series; without them our exposition matches its series set.
+# (prometheus-client only offers this switch process-wide.)
+disable_created_metrics()
+
+# Percentage of scheduling cycles whose per-plugin durations are recorded (upstream's
+# pluginMetricsSamplePercent): timing every plugin call costs more than the plugins themselves.
+PLUGIN_METRICS_SAMPLE_PERCENT = 10
+
+# Attempt counts at or above this share one label value, to keep the SLI histogram's cardinality bounded.
+MAX_ATTEMPTS_LABEL = 15
+
+# Values of the ``result`` label.
+SCHEDULED = "scheduled"
+UNSCHEDULABLE = "unschedulable"
+ERROR = "error"
+
+
+def exponential_buckets(start: float, factor: float, count: int) -> list[float]:
+    """Bucket bounds start, start*factor, ... computed by repeated multiplication like Go's, so the
+    ``le`` labels print exactly as kube-scheduler's do."""
+    if count < 1 or start <= 0 or factor <= 1:
+        raise ValueError("exponential buckets need count >= 1, start > 0 and factor > 1")
+    bounds = []
+    bound = start
+    for _ in range(count):
+        bounds.append(bound)
+        bound *= factor
+    return bounds
+
+
+def attempts_label(attempts: int) -> str:
+    """The ``attempts`` label of the SLI histogram: the count, capped at ``15+``."""
+    return f"{MAX_ATTEMPTS_LABEL}+" if attempts >= MAX_ATTEMPTS_LABEL else str(attempts)
+
+
+class SchedulerMetrics:
+    """All metrics of one scheduler process, registered in :attr:`registry`.
+
+    The attributes are plain prometheus-client metrics for callers that need them directly; the
+    ``observe_*`` / ``set_*`` helpers cover the calls the runtime makes on every cycle.
+    """
+
+    __slots__ = (
+        "_rng",
+        "build_info",
+        "cache_size",
+        "event_handling_duration",
+        "framework_extension_point_duration",
+        "leader_election_master_status",
+        "pending_pods",
+        "permit_wait_duration",
+        "plugin_evaluation_total",
+        "plugin_execution_duration",
+        "pod_scheduling_attempts",
+        "pod_scheduling_sli_duration",
+        "preemption_attempts",
+        "preemption_victims",
+        "queue_incoming_pods",
+        "queueing_hint_execution_duration",
+        "registry",
+        "sample_percent",
+        "schedule_attempts",
+        "scheduling_algorithm_duration",
+        "scheduling_attempt_duration",
+        "unschedulable_pods",
+    )
+
+    def __init__(
+        self,
+        *,
+        registry: CollectorRegistry | None = None,
+        sample_percent: int = PLUGIN_METRICS_SAMPLE_PERCENT,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
+        self.sample_percent = sample_percent
+        self._rng = rng if rng is not None else random.Random()
+        reg = self.registry
+        ms_buckets = exponential_buckets(0.001, 2, 15)  # 1ms .. ~16s
+        tenth_ms_buckets = exponential_buckets(0.0001, 2, 12)  # 0.1ms .. ~200ms
+        fine_buckets = exponential_buckets(0.00001, 1.5, 20)  # 10us .. ~22ms, plugin calls are short
+
+        self.schedule_attempts = Counter(
+            "schedule_attempts_total",
+            "Scheduling attempts by result: 'unschedulable' when no node fits the pod, "
+            "'error' when the scheduler itself failed.",
+            ["result", "profile"],
+            namespace=SUBSYSTEM,
+            registry=reg,
+        )
+        self.scheduling_attempt_duration = Histogram(
+            "scheduling_attempt_duration_seconds",
+            "Latency of one scheduling attempt in seconds (algorithm plus binding).",
+            ["result", "profile"],
+            namespace=SUBSYSTEM,
+            buckets=ms_buckets,
+            registry=reg,
+        )
+        self.scheduling_algorithm_duration = Histogram(
+            "scheduling_algorithm_duration_seconds",
+            "Latency of the scheduling algorithm (filter and score) in seconds.",
+            namespace=SUBSYSTEM,
+            buckets=ms_buckets,
+            registry=reg,
+        )
+        self.event_handling_duration = Histogram(
+            "event_handling_duration_seconds",
+            "Latency of handling one cluster event in seconds.",
+            ["event"],
+            namespace=SUBSYSTEM,
+            buckets=tenth_ms_buckets,
+            registry=reg,
+        )
+        self.preemption_victims = Histogram(
+            "preemption_victims",
+            "Victims selected by one preemption of a single pod.",
+            namespace=SUBSYSTEM,
+            buckets=exponential_buckets(1, 2, 7),
+            registry=reg,
+        )
+        self.preemption_attempts = Counter(
+            "preemption_attempts_total",
+            "Preemption attempts since the scheduler started.",
+            namespace=SUBSYSTEM,
+            registry=reg,
+        )
+        self.pending_pods = Gauge(
+            "pending_pods",
+            "Pods waiting in the scheduling queue, by sub-queue: 'active' (activeQ), 'backoff' "
+            "(backoffQ), 'unschedulable' (tried and failed, waiting for a cluster event), 'gated' "
+            "(never tried because a PreEnqueue plugin holds them).",
+            ["queue"],
+            namespace=SUBSYSTEM,
+            registry=reg,
+        )
+        self.pod_scheduling_sli_duration = Histogram(
+            "pod_scheduling_sli_duration_seconds",
+            "End-to-end latency of scheduling a pod, from entering the queue to being scheduled, "
+            "across all of its attempts.",
+            ["attempts"],
+            namespace=SUBSYSTEM,
+            buckets=exponential_buckets(0.01, 2, 20),  # 10ms .. ~88min
+            registry=reg,
+        )
+        self.pod_scheduling_attempts = Histogram(
+            "pod_scheduling_attempts",
+            "Attempts it took to schedule a pod successfully.",
+            namespace=SUBSYSTEM,
+            buckets=exponential_buckets(1, 2, 5),
+            registry=reg,
+        )
+        self.framework_extension_point_duration = Histogram(
+            "framework_extension_point_duration_seconds",
+            "Latency of running all plugins of one extension point.",
+            ["extension_point", "status", "profile"],
+            namespace=SUBSYSTEM,
+            buckets=tenth_ms_buckets,
+            registry=reg,
+        )
+        self.plugin_execution_duration = Histogram(
+            "plugin_execution_duration_seconds",
+            "Latency of one plugin at one extension point (sampled in a fraction of cycles).",
+            ["plugin", "extension_point", "status"],
+            namespace=SUBSYSTEM,
+            buckets=fine_buckets,
+            registry=reg,
+        )
+        self.queueing_hint_execution_duration = Histogram(
+            "queueing_hint_execution_duration_seconds",
+            "Latency of one plugin's queueing hint function.",
+            ["plugin", "event", "hint"],
+            namespace=SUBSYSTEM,
+            buckets=fine_buckets,
+            registry=reg,
+        )
+        self.queue_incoming_pods = Counter(
+            "queue_incoming_pods_total",
+            "Pods added to the scheduling queues, by queue and by the event that moved them.",
+            ["queue", "event"],
+            namespace=SUBSYSTEM,
+            registry=reg,
+        )
+        self.permit_wait_duration = Histogram(
+            "permit_wait_duration_seconds",
+            "Time pods spent waiting at Permit.",
+            ["result"],
+            namespace=SUBSYSTEM,
+            buckets=ms_buckets,
+            registry=reg,
+        )
+        self.cache_size = Gauge(
+            "cache_size",
+            "Nodes, pods and assumed (binding in flight) pods held in the scheduler cache.",
+            ["type"],
+            namespace=SUBSYSTEM,
+            registry=reg,
+        )
+        self.unschedulable_pods = Gauge(
+            "unschedulable_pods",
+            "Unschedulable pods by the plugin that rejected them; a pod counts once for every "
+            "rejecting plugin, so only per-plugin values are meaningful.",
+            ["plugin", "profile"],
+            namespace=SUBSYSTEM,
+            registry=reg,
+        )
+        self.plugin_evaluation_total = Counter(
+            "plugin_evaluation_total",
+            "Times each plugin ran at PreFilter, Filter, PreScore or Score.",
+            ["plugin", "extension_point", "profile"],
+            namespace=SUBSYSTEM,
+            registry=reg,
+        )
+        self.leader_election_master_status = Gauge(
+            "leader_election_master_status",
+            "1 while this process holds the named lease (leader), 0 while it is a standby; "
+            "aggregate by 'name'.",
+            ["name"],
+            registry=reg,
+        )
+        self.build_info = Gauge(
+            "pyscheduler_build_info",
+            "Constant 1, labelled with the pyscheduler version and the Python it runs on.",
+            ["version", "python"],
+            registry=reg,
+        )
+        self.build_info.labels(version=__version__, python=platform.python_version()).set(1)
+
+    # -------------------------------------------------------------------------- per-cycle helpers
+
+    def should_sample_plugins(self) -> bool:
+        """Whether this cycle records per-plugin durations (decide once per cycle)."""
+        return self._rng.randrange(100) < self.sample_percent
+
+    def observe_attempt(self, result: str, profile: str, duration: float) -> None:
+        """One scheduling attempt finished with ``result`` (scheduled, unschedulable or error)."""
+        self.schedule_attempts.labels(result, profile).inc()
+        self.scheduling_attempt_duration.labels(result, profile).observe(duration)
+
+    def observe_algorithm(self, duration: float) -> None:
+        self.scheduling_algorithm_duration.observe(duration)
+
+    def observe_pod_scheduled(self, attempts: int, sli_duration: float | None) -> None:
+        """A pod was bound after ``attempts`` attempts, ``sli_duration`` after it first entered the
+        queue (None when unknown, as upstream skips the SLI then)."""
+        self.pod_scheduling_attempts.observe(attempts)
+        if sli_duration is not None:
+            self.pod_scheduling_sli_duration.labels(attempts_label(attempts)).observe(sli_duration)
+
+    def observe_extension_point(
+        self, extension_point: str, status: str, profile: str, duration: float
+    ) -> None:
+        self.framework_extension_point_duration.labels(extension_point, status, profile).observe(duration)
+
+    def observe_plugin(self, plugin: str, extension_point: str, status: str, duration: float) -> None:
+        self.plugin_execution_duration.labels(plugin, extension_point, status).observe(duration)
+
+    def observe_preemption(self, victims: int | None) -> None:
+        """One preemption attempt; ``victims`` is the chosen candidate's victim count, None when no
+        candidate was found (upstream observes the histogram only when one was chosen)."""
+        self.preemption_attempts.inc()
+        if victims is not None:
+            self.preemption_victims.observe(victims)
+
+    def incoming_pod(self, queue: str, event: str) -> None:
+        self.queue_incoming_pods.labels(queue, event).inc()
+
+    def set_pending(self, active: int, backoff: int, unschedulable: int, gated: int) -> None:
+        pending = self.pending_pods
+        pending.labels("active").set(active)
+        pending.labels("backoff").set(backoff)
+        pending.labels("unschedulable").set(unschedulable)
+        pending.labels("gated").set(gated)
+
+    def set_cache_size(self, nodes: int, pods: int, assumed_pods: int) -> None:
+        self.cache_size.labels("nodes").set(nodes)
+        self.cache_size.labels("pods").set(pods)
+        self.cache_size.labels("assumed_pods").set(assumed_pods)
+
+    def set_leader(self, name: str, leading: bool) -> None:
+        self.leader_election_master_status.labels(name).set(1 if leading else 0)
+
+    # ------------------------------------------------------------------------------- exposition
+
+    def render(self, accept: str | None = None) -> tuple[bytes, str]:
+        """The exposition body and its content type, negotiated from an HTTP Accept header
+        (Prometheus text format unless OpenMetrics is asked for)."""
+        encoder, content_type = choose_encoder(accept or "")
+        return encoder(self.registry), content_type
