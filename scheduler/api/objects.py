@@ -102,11 +102,13 @@ class Pod:
             if not isinstance(containers, list):
                 raise MalformedObject("Pod", key, "spec.containers must be a list")
             init_containers = spec.get("initContainers") or []
+            # Only sidecars (restartable init containers) keep their ports while the pod runs.
+            sidecars = [c for c in init_containers if c.get("restartPolicy") == "Always"]
             host_ports = tuple(
                 HostPort(
                     str(p.get("hostIP") or "0.0.0.0"), str(p.get("protocol") or "TCP"), int(p["hostPort"])
                 )
-                for c in (*init_containers, *containers)
+                for c in (*sidecars, *containers)
                 for p in c.get("ports") or ()
                 if p.get("hostPort")
             )

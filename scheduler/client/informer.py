@@ -1,0 +1,354 @@
+"""Informers: a local, always-current copy of one resource, with change notifications.
+
+Reflector semantics as in client-go: LIST (paginated) then WATCH from the list's
+resourceVersion with bookmarks; a stream that ends normally is resumed from the last seen
+resourceVersion, so nothing is missed or repeated; when the server no longer has that history
+(410 Gone) the informer relists and reconciles the store against the fresh list, turning the
+difference into add/update/delete notifications, so no deleted object lingers as a ghost.
+Connection errors are retried with jittered exponential backoff; the informer never gives up.
+
+Objects are decoded once into the scheduler's compact views (``decode``); an object that does
+not decode is logged and skipped, and the informer carries on (DESIGN.md principle 5).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+import orjson
+
+from scheduler.api import MalformedObject
+from scheduler.client.backoff import Backoff
+from scheduler.client.rest import ApiError, raise_for_status
+from scheduler.framework.interface import ApiClient
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+T_contra = TypeVar("T_contra", contravariant=True)
+
+PAGE_SIZE = 500
+MIN_WATCH_TIMEOUT = 300.0  # seconds; each watch asks for a random timeout in [min, 2*min)
+SHORT_WATCH = 1.0  # a watch that ends this fast without a single event counts as a failure
+
+
+class EventHandler(Protocol[T_contra]):
+    """Receives the informer's notifications; exceptions are logged and do not stop it."""
+
+    def on_add(self, obj: T_contra) -> None: ...
+
+    def on_update(self, old: T_contra, new: T_contra) -> None: ...
+
+    def on_delete(self, obj: T_contra) -> None: ...
+
+
+class ListWatchClient(ApiClient, Protocol):
+    def stream_lines(
+        self, path: str, params: Mapping[str, str] | None = None, *, read_timeout: float | None = None
+    ) -> AsyncIterator[bytes]: ...
+
+
+@dataclass(slots=True)
+class _Entry(Generic[T]):
+    resource_version: str
+    uid: str
+    obj: T
+
+
+class Store(Generic[T]):
+    """The decoded objects the handler has been told about, keyed by ``namespace/name``
+    (plain ``name`` for cluster-scoped kinds)."""
+
+    __slots__ = ("_entries",)
+
+    def __init__(self) -> None:
+        self._entries: dict[str, _Entry[T]] = {}
+
+    def get(self, key: str) -> T | None:
+        entry = self._entries.get(key)
+        return entry.obj if entry else None
+
+    def list(self) -> list[T]:
+        return [e.obj for e in self._entries.values()]
+
+    def keys(self) -> list[str]:
+        return list(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._entries
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self.list())
+
+
+class _Expired(Exception):
+    """The resourceVersion we would resume from is older than the server's history."""
+
+
+def object_key(meta: Mapping[str, Any]) -> str:
+    namespace = meta.get("namespace")
+    return f"{namespace}/{meta.get('name', '')}" if namespace else str(meta.get("name", ""))
+
+
+class Informer(Generic[T]):
+    """List+watch one collection (``path`` like ``/api/v1/pods``) into ``store``.
+
+    ``synced`` is set once the first list's objects have all been passed to the handler.
+    """
+
+    def __init__(
+        self,
+        client: ListWatchClient,
+        path: str,
+        *,
+        decode: Callable[[dict[str, Any]], T],
+        handler: EventHandler[T],
+        params: Mapping[str, str] | None = None,
+        name: str = "",
+        page_size: int = PAGE_SIZE,
+        backoff: Backoff | None = None,
+        min_watch_timeout: float = MIN_WATCH_TIMEOUT,
+    ) -> None:
+        self.name = name or path.rsplit("/", 1)[-1]
+        self.store: Store[T] = Store()
+        self.synced = asyncio.Event()
+        self._client = client
+        self._path = path
+        self._decode = decode
+        self._handler = handler
+        self._params = dict(params or {})
+        self._page_size = page_size
+        self._backoff = backoff or Backoff()
+        self._min_watch_timeout = min_watch_timeout
+        self._rv: str | None = None
+        self._watch_events = 0
+
+    @property
+    def resource_version(self) -> str | None:
+        """Where the next watch resumes; None until listed (and after a 410)."""
+        return self._rv
+
+    async def run(self) -> None:
+        """List and watch until cancelled."""
+        while True:
+            fresh = self._rv is None
+            self._watch_events = 0
+            try:
+                if fresh:
+                    await self._list()
+                started = asyncio.get_running_loop().time()
+                await self._watch()
+                if self._watch_events == 0 and asyncio.get_running_loop().time() - started < SHORT_WATCH:
+                    raise ApiError(0, "ShortWatch", "watch closed within a second without events")
+                self._backoff.reset()
+                continue
+            except _Expired:
+                self._rv = None
+                log.info("informer %s: resourceVersion too old, relisting", self.name)
+                if not fresh or self._watch_events:
+                    continue  # history moved on while we were away or watching: relist at once
+                reason, exc_info = "410 Gone right after a fresh list", False
+            except ApiError as exc:
+                reason, exc_info = str(exc), False
+            except Exception as exc:  # e.g. a line that is not JSON; never give up on the resource
+                reason, exc_info = repr(exc), True
+            delay = self._backoff.next()
+            log.warning("informer %s: %s; retrying in %.1fs", self.name, reason, delay, exc_info=exc_info)
+            await asyncio.sleep(delay)
+
+    # ------------------------------------------------------------------------------- list
+
+    async def _list(self) -> None:
+        entries: dict[str, _Entry[T]] = {}
+        undecodable: set[str] = set()
+        params = dict(self._params)
+        if self._page_size > 0:
+            params["limit"] = str(self._page_size)
+        token = ""
+        while True:
+            page = {**params, "continue": token} if token else params
+            resp = await self._client.request("GET", self._path, params=page)
+            if resp.status == 410 and token:
+                # The continue token expired mid-list: start over in one unpaginated request.
+                log.info("informer %s: list continuation expired, listing in one request", self.name)
+                entries.clear()
+                undecodable.clear()
+                params, token = dict(self._params), ""
+                continue
+            body = raise_for_status(resp)
+            for raw in body.get("items") or ():
+                meta = raw.get("metadata") or {}
+                key = object_key(meta)
+                obj = self._decode_or_log(raw, key)
+                if obj is None:
+                    undecodable.add(key)
+                else:
+                    entries[key] = _Entry(str(meta.get("resourceVersion", "")), str(meta.get("uid", "")), obj)
+            list_meta = body.get("metadata") or {}
+            token = list_meta.get("continue") or ""
+            if not token:
+                break
+        self._replace(entries, undecodable)
+        self._rv = str(list_meta.get("resourceVersion", ""))
+        self.synced.set()
+
+    def _replace(self, fresh: dict[str, _Entry[T]], undecodable: set[str]) -> None:
+        """Make the store equal to a fresh list, notifying only real differences.
+
+        An object recreated under the same name (new uid) is a delete plus an add, not an
+        update; an object that exists but no longer decodes keeps its last good version.
+        """
+        current = self.store._entries
+        for key in [k for k in current if k not in fresh and k not in undecodable]:
+            self._notify(self._handler.on_delete, current.pop(key).obj)
+        for key, entry in fresh.items():
+            old = current.get(key)
+            current[key] = entry
+            if old is None:
+                self._notify(self._handler.on_add, entry.obj)
+            elif old.uid != entry.uid:
+                self._notify(self._handler.on_delete, old.obj)
+                self._notify(self._handler.on_add, entry.obj)
+            elif old.resource_version != entry.resource_version:
+                self._notify(self._handler.on_update, old.obj, entry.obj)
+
+    # ------------------------------------------------------------------------------ watch
+
+    async def _watch(self) -> None:
+        timeout = self._min_watch_timeout * (1.0 + random.random())
+        params = {
+            **self._params,
+            "watch": "true",
+            "resourceVersion": self._rv or "",
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": str(int(timeout)),
+        }
+        try:
+            # The read timeout catches a connection that died silently (bookmarks arrive
+            # about once a minute, so a healthy stream is never quiet for this long).
+            stream = self._client.stream_lines(self._path, params, read_timeout=timeout + 30.0)
+            async with aclosing(stream) as lines:
+                async for line in lines:
+                    self._apply(orjson.loads(line))
+                    self._watch_events += 1  # after _apply: an ERROR event is not progress
+        except ApiError as exc:
+            if exc.status == 410:
+                raise _Expired from exc
+            raise
+
+    def _apply(self, event: Mapping[str, Any]) -> None:
+        kind = event.get("type")
+        raw = event.get("object") or {}
+        if kind == "ERROR":
+            code = int(raw.get("code") or 0)
+            if code == 410:
+                raise _Expired
+            raise ApiError(code, str(raw.get("reason") or "WatchError"), str(raw.get("message") or ""), raw)
+        meta = raw.get("metadata") or {}
+        rv = str(meta.get("resourceVersion", ""))
+        if kind == "BOOKMARK":
+            self._rv = rv or self._rv
+            return
+        key = object_key(meta)
+        current = self.store._entries
+        if kind in ("ADDED", "MODIFIED"):
+            obj = self._decode_or_log(raw, key)
+            if obj is not None:
+                old = current.get(key)
+                current[key] = _Entry(rv, str(meta.get("uid", "")), obj)
+                if old is None:
+                    self._notify(self._handler.on_add, obj)
+                elif old.uid != current[key].uid:
+                    self._notify(self._handler.on_delete, old.obj)
+                    self._notify(self._handler.on_add, obj)
+                else:
+                    self._notify(self._handler.on_update, old.obj, obj)
+        elif kind == "DELETED":
+            gone = current.pop(key, None)
+            if gone is not None:
+                self._notify(self._handler.on_delete, gone.obj)
+        else:
+            log.warning("informer %s: ignoring watch event of unknown type %r", self.name, kind)
+        self._rv = rv or self._rv
+
+    # ---------------------------------------------------------------------------- helpers
+
+    def _decode_or_log(self, raw: dict[str, Any], key: str) -> T | None:
+        try:
+            return self._decode(raw)
+        except MalformedObject as exc:
+            log.warning("informer %s: skipping malformed object %s: %s", self.name, key, exc.reason)
+            return None
+
+    def _notify(self, fn: Callable[..., None], *args: Any) -> None:
+        try:
+            fn(*args)
+        except Exception:
+            log.exception("informer %s: event handler %s failed", self.name, getattr(fn, "__name__", fn))
+
+
+class InformerGroup:
+    """Runs several informers as tasks and answers "has everything synced?" for /readyz."""
+
+    def __init__(self, informers: Iterable[Informer[Any]] = ()) -> None:
+        self._informers: dict[str, Informer[Any]] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        for informer in informers:
+            self.add(informer)
+
+    def add(self, informer: Informer[T]) -> Informer[T]:
+        if informer.name in self._informers:
+            raise ValueError(f"duplicate informer name {informer.name!r}")
+        if self._tasks:
+            raise RuntimeError("informers must be added before start()")
+        self._informers[informer.name] = informer
+        return informer
+
+    def __getitem__(self, name: str) -> Informer[Any]:
+        return self._informers[name]
+
+    def start(self) -> None:
+        self._tasks = [
+            asyncio.create_task(inf.run(), name=f"informer-{name}") for name, inf in self._informers.items()
+        ]
+
+    def synced(self) -> dict[str, bool]:
+        return {name: inf.synced.is_set() for name, inf in self._informers.items()}
+
+    async def wait_synced(self, timeout: float | None = None) -> bool:
+        """Wait until every informer synced; False on timeout. An informer task that died
+        (which only a bug can cause) re-raises here instead of hanging the caller."""
+        waiters = [asyncio.ensure_future(inf.synced.wait()) for inf in self._informers.values()]
+        try:
+            pending: set[asyncio.Future[Any]] = {*waiters, *self._tasks}
+            loop = asyncio.get_running_loop()
+            deadline = None if timeout is None else loop.time() + timeout
+            while any(not w.done() for w in waiters):
+                remaining = None if deadline is None else max(0.0, deadline - loop.time())
+                done, pending = await asyncio.wait(
+                    pending, timeout=remaining, return_when=asyncio.FIRST_COMPLETED
+                )
+                if not done:
+                    return False
+                for task in done & set(self._tasks):
+                    task.result()  # raises the informer's exception
+                    raise RuntimeError(f"{task.get_name()} stopped before syncing")
+            return True
+        finally:
+            for w in waiters:
+                w.cancel()
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []

@@ -1,0 +1,156 @@
+"""KubeClient over real HTTP: Status errors, retries of reads only, auth headers, throttling."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+from aiohttp import web
+
+from scheduler.client import (
+    ApiError,
+    KubeClient,
+    RateLimiter,
+    TransportError,
+    raise_for_status,
+)
+from scheduler.client.rest import ApiResponse
+
+
+def status_body(code: int, reason: str, message: str) -> dict[str, Any]:
+    return {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code} | {
+        "reason": reason,
+        "message": message,
+    }
+
+
+@pytest.mark.parametrize(
+    ("status", "reason", "message", "flag"),
+    [
+        (404, "NotFound", 'pods "a" not found', "is_not_found"),
+        (409, "Conflict", 'Operation cannot be fulfilled on pods/binding "a"', "is_conflict"),
+        (409, "AlreadyExists", 'pods "a" already exists', "is_already_exists"),
+        (410, "Expired", "too old resource version", "is_gone"),
+        (503, "ServiceUnavailable", "the server is currently unable to handle the request", "is_retriable"),
+    ],
+)
+def test_api_error_reads_reason_and_message_from_the_status_body(
+    status: int, reason: str, message: str, flag: str
+) -> None:
+    err = ApiError.from_response(ApiResponse(status, status_body(status, reason, message)))
+    assert (err.status, err.reason, err.message) == (status, reason, message)
+    for name in ("is_not_found", "is_conflict", "is_already_exists", "is_gone", "is_retriable"):
+        assert getattr(err, name) is (name == flag), name
+
+
+def test_a_body_that_is_not_a_status_still_gives_a_reason_from_the_code() -> None:
+    err = ApiError.from_response(ApiResponse(503, "upstream connect error"))
+    assert (err.reason, err.message) == ("ServiceUnavailable", "upstream connect error")
+
+
+def test_raise_for_status_returns_the_body_of_a_success_and_raises_otherwise() -> None:
+    assert raise_for_status(ApiResponse(201, {"ok": 1})) == {"ok": 1}
+    with pytest.raises(ApiError) as info:
+        raise_for_status(ApiResponse(404, status_body(404, "NotFound", "gone")))
+    assert info.value.reason == "NotFound"
+
+
+async def test_requests_round_trip_json_and_errors_come_back_as_responses(kube: KubeClient, pod: Any) -> None:
+    created = await kube.request("POST", "/api/v1/namespaces/default/pods", pod("web-1"))
+    assert created.status == 201
+    assert created.body["metadata"]["uid"]
+    again = await kube.request("POST", "/api/v1/namespaces/default/pods", pod("web-1"))
+    assert again.status == 409
+    assert ApiError.from_response(again).is_already_exists
+    missing = await kube.request("GET", "/api/v1/namespaces/default/pods/nope")
+    assert missing.status == 404
+    assert ApiError.from_response(missing).message == 'pods "nope" not found'
+
+
+async def test_a_watch_stream_yields_one_json_event_per_line(kube: KubeClient, pod: Any) -> None:
+    await kube.request("POST", "/api/v1/namespaces/default/pods", pod("web-1"))
+    params = {"watch": "true", "resourceVersion": "1", "timeoutSeconds": "1"}
+    lines = kube.stream_lines("/api/v1/namespaces/default/pods", params)
+    first = orjson.loads(await anext(lines))
+    await lines.aclose()
+    assert (first["type"], first["object"]["metadata"]["name"]) == ("ADDED", "web-1")
+
+
+async def flaky_server(scripted: Any, failures: int, code: int = 429) -> tuple[str, list[web.Request]]:
+    seen: list[web.Request] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        seen.append(request)
+        if len(seen) <= failures:
+            body = orjson.dumps(status_body(code, "TooManyRequests", "slow down"))
+            return web.Response(status=code, body=body, headers={"Retry-After": "0"})
+        return web.Response(body=b'{"kind":"PodList","items":[]}', content_type="application/json")
+
+    return await scripted(handler), seen
+
+
+@pytest.mark.parametrize("code", [429, 503])
+async def test_a_read_answered_with_retry_after_is_retried(scripted: Any, client_for: Any, code: int) -> None:
+    url, seen = await flaky_server(scripted, failures=2, code=code)
+    async with await client_for(url) as client:
+        resp = await client.request("GET", "/api/v1/pods")
+    assert resp.status == 200
+    assert len(seen) == 3
+
+
+async def test_reads_give_up_after_the_retry_budget(scripted: Any, client_for: Any) -> None:
+    url, seen = await flaky_server(scripted, failures=10)
+    async with await client_for(url, read_retries=2) as client:
+        resp = await client.request("GET", "/api/v1/pods")
+    assert resp.status == 429
+    assert len(seen) == 3
+
+
+async def test_writes_are_never_retried(scripted: Any, client_for: Any) -> None:
+    url, seen = await flaky_server(scripted, failures=1)
+    async with await client_for(url) as client:
+        resp = await client.request("POST", "/api/v1/namespaces/default/pods/a/binding", {"target": {}})
+    assert resp.status == 429
+    assert len(seen) == 1
+
+
+async def test_the_kubeconfig_token_and_json_content_type_are_sent(scripted: Any, client_for: Any) -> None:
+    seen: list[tuple[dict[str, str], bytes]] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        seen.append((dict(request.headers), await request.read()))
+        return web.Response(status=201, body=b"{}", content_type="application/json")
+
+    url = await scripted(handler)
+    async with await client_for(url) as client:
+        await client.request("PATCH", "/x", {"a": 1}, content_type="application/strategic-merge-patch+json")
+    headers, body = seen[0]
+    assert headers["Authorization"] == "Bearer s3cret"
+    assert headers["Content-Type"] == "application/strategic-merge-patch+json"
+    assert orjson.loads(body) == {"a": 1}
+
+
+async def test_every_request_but_watches_takes_a_token_from_the_rate_limiter(kube: KubeClient) -> None:
+    taken: list[float] = []
+
+    class Counting(RateLimiter):
+        async def acquire(self) -> None:
+            taken.append(1)
+
+    client = KubeClient(kube.configuration, rate_limiter=Counting(1, 1))
+    try:
+        await client.request("GET", "/api/v1/nodes")
+        await client.request("GET", "/api/v1/namespaces")
+        lines = client.stream_lines("/api/v1/nodes", {"watch": "true", "timeoutSeconds": "1"})
+        await anext(lines)
+        await lines.aclose()
+    finally:
+        await client.close()
+    assert len(taken) == 2
+
+
+async def test_an_unreachable_server_raises_a_transport_error(client_for: Any) -> None:
+    async with await client_for("http://127.0.0.1:9") as client:
+        with pytest.raises(TransportError):
+            await client.request("GET", "/api/v1/pods")
