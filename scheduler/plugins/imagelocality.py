@@ -1,0 +1,87 @@
+"""ImageLocality: prefer nodes that already hold the pod's images, weighted by how rare they are.
+
+An image's size counts in proportion to the share of nodes that have it, so a popular image
+does not pull every pod onto the same few nodes (the "node heating" problem).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from scheduler.api import Pod
+from scheduler.framework import MAX_NODE_SCORE, CycleState, Handle, NodeInfo, NodeTable, Status
+from scheduler.plugins import names
+
+MB = 1024 * 1024
+# Bounds of the summed, spread-scaled image sizes that map onto 0..MAX_NODE_SCORE.
+MIN_THRESHOLD = 23 * MB
+MAX_CONTAINER_THRESHOLD = 1000 * MB
+
+_PRE_SCORE_KEY = "PreScore" + names.IMAGE_LOCALITY
+
+
+def normalized_image_name(name: str) -> str:
+    """Add the implicit ``:latest`` tag, as node status lists images with their tag."""
+    if name.rfind(":") <= name.rfind("/"):
+        return name + ":latest"
+    return name
+
+
+def calculate_priority(sum_scores: int, num_containers: int) -> int:
+    max_threshold = MAX_CONTAINER_THRESHOLD * num_containers
+    clamped = min(max(sum_scores, MIN_THRESHOLD), max_threshold)
+    return MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)
+
+
+def sum_image_scores(node_info: NodeInfo, images: tuple[str, ...], total_nodes: int) -> int:
+    total = 0
+    states = node_info.image_states
+    for image in images:
+        state = states.get(image)
+        if state is not None:
+            total += int(state.size * (state.num_nodes / total_nodes))
+    return total
+
+
+class ImageLocality:
+    name: ClassVar[str] = names.IMAGE_LOCALITY
+
+    __slots__ = ("_handle",)
+
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
+        self._handle = handle
+
+    def _images(self, state: CycleState, pod: Pod) -> tuple[str, ...]:
+        images = state.get(_PRE_SCORE_KEY)
+        return tuple(normalized_image_name(i) for i in pod.images) if images is None else images
+
+    def _total_nodes(self) -> int:
+        assert self._handle is not None, "ImageLocality needs a handle to count the nodes"
+        return len(self._handle.snapshot)
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: Any) -> Status | None:
+        state.write(_PRE_SCORE_KEY, tuple(normalized_image_name(i) for i in pod.images))
+        return None
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
+        images = self._images(state, pod)
+        if not images:
+            return 0
+        return calculate_priority(sum_image_scores(node_info, images, self._total_nodes()), len(images))
+
+    def score_nodes(self, state: CycleState, pod: Pod, table: NodeTable, slots: np.ndarray) -> np.ndarray:
+        images = self._images(state, pod)
+        scores = np.zeros(len(slots), dtype=np.int64)
+        if not images:
+            return scores
+        total = self._total_nodes()
+        infos = table.infos
+        for i, slot in enumerate(slots.tolist()):
+            info = infos[slot]
+            if info.image_states:  # type: ignore[union-attr]
+                summed = sum_image_scores(info, images, total)  # type: ignore[arg-type]
+                if summed > MIN_THRESHOLD:
+                    scores[i] = calculate_priority(summed, len(images))
+        return scores

@@ -1,0 +1,282 @@
+"""NodeResourcesFit: the node must have room for the pod's requests; scoring by a configured strategy."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from scheduler.api import Node, Pod, Resource
+from scheduler.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY
+from scheduler.config.args import (
+    LEAST_ALLOCATED,
+    MOST_ALLOCATED,
+    REQUESTED_TO_CAPACITY_RATIO,
+    NodeResourcesFitArgs,
+)
+from scheduler.framework import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    CycleState,
+    Handle,
+    NodeInfo,
+    NodeLister,
+    NodeTable,
+    NodeVerdicts,
+    PreFilterResult,
+    QueueingHint,
+    Status,
+)
+from scheduler.framework import nodetable as cols
+from scheduler.framework.interface import NODE, POD
+from scheduler.plugins import names
+from scheduler.plugins.noderesources.resource_allocation import node_lists, pod_request_list, table_matrices
+from scheduler.plugins.noderesources.scorers import (
+    LeastAllocated,
+    MostAllocated,
+    RequestedToCapacityRatio,
+    Scorer,
+)
+
+_PRE_FILTER_KEY = "PreFilter" + names.NODE_RESOURCES_FIT
+_PRE_SCORE_KEY = "PreScore" + names.NODE_RESOURCES_FIT
+
+REASON_TOO_MANY_PODS = "Too many pods"
+_FIXED_REASONS = (
+    REASON_TOO_MANY_PODS,
+    "Insufficient cpu",
+    "Insufficient memory",
+    "Insufficient ephemeral-storage",
+)
+
+
+def is_extended_resource_name(name: str) -> bool:
+    """Domain-prefixed resources outside ``kubernetes.io/`` (only these can be ignored by args)."""
+    if "/" not in name or "kubernetes.io/" in name:
+        return False
+    return not name.startswith("requests.")
+
+
+@dataclass(slots=True, frozen=True)
+class FitRequest:
+    """The pod's requests and the scalar resources that are actually checked, in reason order."""
+
+    requests: Resource
+    scalars: tuple[tuple[str, int], ...]
+
+    @property
+    def is_empty(self) -> bool:
+        r = self.requests
+        return not (r.milli_cpu or r.memory or r.ephemeral_storage or self.scalars)
+
+
+def make_fit_request(
+    requests: Resource, ignored: frozenset[str] = frozenset(), ignored_groups: frozenset[str] = frozenset()
+) -> FitRequest:
+    scalars = []
+    for name in sorted(requests.scalar):
+        quantity = requests.scalar[name]
+        if quantity == 0:
+            continue
+        if is_extended_resource_name(name) and (name in ignored or name.split("/", 1)[0] in ignored_groups):
+            continue
+        scalars.append((name, quantity))
+    return FitRequest(requests, tuple(scalars))
+
+
+def insufficient(request: FitRequest, alloc: Resource, used: Resource, pods: int) -> tuple[list[str], bool]:
+    """Reasons the request does not fit (upstream's order) and whether even an empty node is too small."""
+    reasons: list[str] = []
+    unresolvable = False
+    if pods + 1 > alloc.allowed_pod_number:
+        reasons.append(REASON_TOO_MANY_PODS)
+    if request.is_empty:
+        return reasons, unresolvable
+    r = request.requests
+    for name, label in ((CPU, "cpu"), (MEMORY, "memory"), (EPHEMERAL_STORAGE, "ephemeral-storage")):
+        want = r.get(name)
+        if want > 0 and want > alloc.get(name) - used.get(name):
+            reasons.append(f"Insufficient {label}")
+            unresolvable |= want > alloc.get(name)
+    for name, want in request.scalars:
+        have = alloc.scalar.get(name, 0)
+        if want > have - used.scalar.get(name, 0):
+            reasons.append(f"Insufficient {name}")
+            unresolvable |= want > have
+    return reasons, unresolvable
+
+
+def _status(reasons: list[str], unresolvable: bool) -> Status:
+    return Status.unresolvable(*reasons) if unresolvable else Status.unschedulable(*reasons)
+
+
+def _build_scorer(args: NodeResourcesFitArgs) -> tuple[tuple[str, ...], Scorer]:
+    strategy = args.scoring_strategy
+    resources = tuple(spec.name for spec in strategy.resources)
+    weights = [spec.weight or 1 for spec in strategy.resources]
+    if strategy.type == LEAST_ALLOCATED:
+        return resources, LeastAllocated(weights)
+    if strategy.type == MOST_ALLOCATED:
+        return resources, MostAllocated(weights)
+    if strategy.type == REQUESTED_TO_CAPACITY_RATIO:
+        shape = strategy.requested_to_capacity_ratio
+        if not shape:
+            raise ValueError("scoringStrategy.requestedToCapacityRatio.shape is required")
+        return resources, RequestedToCapacityRatio(weights, [(p.utilization, p.score) for p in shape])
+    raise ValueError(f"scoring strategy {strategy.type} is not supported")
+
+
+class Fit:
+    name: ClassVar[str] = names.NODE_RESOURCES_FIT
+
+    __slots__ = ("_ignored", "_ignored_groups", "_resources", "_scorer")
+
+    def __init__(self, args: NodeResourcesFitArgs | None = None, handle: Handle | None = None) -> None:
+        args = args or NodeResourcesFitArgs()
+        self._ignored = frozenset(args.ignored_resources)
+        self._ignored_groups = frozenset(args.ignored_resource_groups)
+        self._resources, self._scorer = _build_scorer(args)
+
+    # ------------------------------------------------------------------ events
+
+    def events_to_register(self) -> Iterable[ClusterEventWithHint]:
+        return (
+            ClusterEventWithHint(
+                ClusterEvent(POD, ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN), self._after_pod_event
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE),
+                self._after_node_change,
+            ),
+        )
+
+    def _after_pod_event(self, pod: Pod, old: Pod, new: Pod | None) -> QueueingHint:
+        if new is None:
+            # only a pod that held (or was about to hold) a node frees anything
+            if not old.node_name and not old.nominated_node_name:
+                return QueueingHint.SKIP
+            return QueueingHint.QUEUE
+        if new.uid == pod.uid:
+            return QueueingHint.QUEUE
+        if not new.node_name:
+            return QueueingHint.SKIP
+        shrank = _shrank_something_wanted(pod.requests, old.requests, new.requests)
+        return QueueingHint.QUEUE if shrank else QueueingHint.SKIP
+
+    def _after_node_change(self, pod: Pod, old: Node | None, new: Node) -> QueueingHint:
+        request = make_fit_request(pod.requests, self._ignored, self._ignored_groups)
+        reasons, _ = insufficient(request, new.allocatable, Resource(), 0)
+        if reasons:
+            return QueueingHint.SKIP  # it would not fit even on the empty node
+        if old is None:
+            return QueueingHint.QUEUE
+        grew = _grew_something_wanted(request, old.allocatable, new.allocatable)
+        return QueueingHint.QUEUE if grew else QueueingHint.SKIP
+
+    # ------------------------------------------------------------------ filter
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: NodeLister
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        state.write(_PRE_FILTER_KEY, make_fit_request(pod.requests, self._ignored, self._ignored_groups))
+        return None, None
+
+    def _request(self, state: CycleState, pod: Pod) -> FitRequest:
+        request = state.get(_PRE_FILTER_KEY)
+        if request is None:
+            request = make_fit_request(pod.requests, self._ignored, self._ignored_groups)
+        return request
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        reasons, unresolvable = insufficient(
+            self._request(state, pod), node_info.node.allocatable, node_info.requested, len(node_info.pods)
+        )
+        return _status(reasons, unresolvable) if reasons else None
+
+    def filter_nodes(
+        self, state: CycleState, pod: Pod, table: NodeTable, slots: np.ndarray
+    ) -> NodeVerdicts | None:
+        request = self._request(state, pod)
+        alloc = table.alloc[slots]
+        used = table.requested[slots]
+        flags = [used[:, cols.PODS] + 1 > alloc[:, cols.PODS]]
+        labels = [REASON_TOO_MANY_PODS]
+        unresolvable = np.zeros(len(slots), dtype=bool)
+        if not request.is_empty:
+            r = request.requests
+            for column, want, label in (
+                (cols.CPU, r.milli_cpu, _FIXED_REASONS[1]),
+                (cols.MEMORY, r.memory, _FIXED_REASONS[2]),
+                (cols.EPHEMERAL_STORAGE, r.ephemeral_storage, _FIXED_REASONS[3]),
+            ):
+                if want > 0:
+                    short = want > alloc[:, column] - used[:, column]
+                    flags.append(short)
+                    labels.append(label)
+                    unresolvable |= short & (want > alloc[:, column])
+            for name, want in request.scalars:
+                alloc_col, used_col = table.scalar(name)
+                have = alloc_col[slots]
+                short = want > have - used_col[slots]
+                flags.append(short)
+                labels.append(f"Insufficient {name}")
+                unresolvable |= short & (want > have)
+        rejected = flags[0].copy()
+        for short in flags[1:]:
+            rejected |= short
+        if not rejected.any():
+            return None
+        failed = np.flatnonzero(rejected)
+        # one status per distinct (shortages, unresolvable) combination among the failed nodes
+        keyed = np.stack([short[failed] for short in flags] + [unresolvable[failed]], axis=1)
+        unique, inverse = np.unique(keyed, axis=0, return_inverse=True)
+        status_ids = np.zeros(len(slots), dtype=np.int32)
+        status_ids[failed] = inverse.reshape(-1)
+        statuses = [
+            _status([label for label, bad in zip(labels, row[:-1], strict=True) if bad], bool(row[-1]))
+            for row in unique
+        ]
+        return NodeVerdicts(rejected, status_ids, statuses)
+
+    # ------------------------------------------------------------------ score
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: Any) -> Status | None:
+        state.write(_PRE_SCORE_KEY, pod_request_list(pod, self._resources, non_zero=True))
+        return None
+
+    def _pod_requests(self, state: CycleState, pod: Pod) -> tuple[int, ...]:
+        requests = state.get(_PRE_SCORE_KEY)
+        return pod_request_list(pod, self._resources, non_zero=True) if requests is None else requests
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
+        requested, allocatable = node_lists(
+            node_info, self._resources, self._pod_requests(state, pod), non_zero=True
+        )
+        return self._scorer.score_one(requested, allocatable)
+
+    def score_nodes(self, state: CycleState, pod: Pod, table: NodeTable, slots: np.ndarray) -> np.ndarray:
+        requested, allocatable = table_matrices(
+            table, slots, self._resources, self._pod_requests(state, pod), non_zero=True
+        )
+        return self._scorer.score_many(requested, allocatable)
+
+
+def _shrank_something_wanted(wanted: Resource, old: Resource, new: Resource) -> bool:
+    """Did a pod's scale-down free a resource the pending pod asks for?"""
+    return any(wanted.get(name) and new.get(name) < old.get(name) for name in wanted.names())
+
+
+def _grew_something_wanted(request: FitRequest, old: Resource, new: Resource) -> bool:
+    """Did the node's allocatable grow in the pod count or in a resource the pod asks for?"""
+    if new.allowed_pod_number > old.allowed_pod_number:
+        return True
+    if request.is_empty:
+        return False
+    r = request.requests
+    for name in (CPU, MEMORY, EPHEMERAL_STORAGE):
+        if r.get(name) > 0 and new.get(name) > old.get(name):
+            return True
+    return any(new.scalar.get(name, 0) > old.scalar.get(name, 0) for name, _ in request.scalars)

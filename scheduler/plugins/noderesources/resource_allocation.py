@@ -1,0 +1,72 @@
+"""What the resource scorers compare: per configured resource, (node requested + pod, allocatable).
+
+Fit scores with the *non-zero* requests for cpu and memory (a request-less container counts
+upstream's defaults), so empty pods still spread; BalancedAllocation uses the real requests.
+An extended resource the pod does not ask for is left out (allocatable 0 means "skip").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from scheduler.api import Pod, Resource
+from scheduler.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, is_scalar_resource
+from scheduler.framework import NodeInfo, NodeTable
+from scheduler.framework import nodetable as cols
+
+
+def pod_request_list(pod: Pod, resources: Sequence[str], non_zero: bool) -> tuple[int, ...]:
+    requests = pod.non_zero_requests if non_zero else pod.requests
+    return tuple(0 if name == PODS else requests.get(name) for name in resources)
+
+
+def node_lists(
+    info: NodeInfo, resources: Sequence[str], pod_requests: Sequence[int], non_zero: bool
+) -> tuple[list[int], list[int]]:
+    """(requested, allocatable) of one node for each resource, the pod's request included."""
+    alloc_of: Resource = info.node.allocatable
+    used: Resource = info.non_zero_requested if non_zero else info.requested
+    requested, allocatable = [], []
+    for name, pod_request in zip(resources, pod_requests, strict=True):
+        alloc = req = 0
+        if name in (CPU, MEMORY):
+            alloc, req = alloc_of.get(name), used.get(name) + pod_request
+        elif name == EPHEMERAL_STORAGE:
+            alloc, req = alloc_of.ephemeral_storage, info.requested.ephemeral_storage + pod_request
+        elif name != PODS and pod_request and is_scalar_resource(name) and name in alloc_of.scalar:
+            alloc, req = alloc_of.scalar[name], info.requested.scalar.get(name, 0) + pod_request
+        if alloc == 0:
+            req = 0
+        requested.append(req)
+        allocatable.append(alloc)
+    return requested, allocatable
+
+
+def table_matrices(
+    table: NodeTable, slots: np.ndarray, resources: Sequence[str], pod_requests: Sequence[int], non_zero: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`node_lists` for many nodes: two ``(len(resources), len(slots))`` int64 matrices."""
+    n = len(slots)
+    requested = np.zeros((len(resources), n), dtype=np.int64)
+    allocatable = np.zeros((len(resources), n), dtype=np.int64)
+    for row, (name, pod_request) in enumerate(zip(resources, pod_requests, strict=True)):
+        if name in (CPU, MEMORY):
+            column = cols.CPU if name == CPU else cols.MEMORY
+            alloc = table.alloc[slots, column]
+            if non_zero:
+                used = table.non_zero[slots, cols.NZ_CPU if name == CPU else cols.NZ_MEMORY]
+            else:
+                used = table.requested[slots, column]
+        elif name == EPHEMERAL_STORAGE:
+            alloc = table.alloc[slots, cols.EPHEMERAL_STORAGE]
+            used = table.requested[slots, cols.EPHEMERAL_STORAGE]
+        elif name != PODS and pod_request and is_scalar_resource(name) and name in table.scalar_alloc:
+            alloc_col, used_col = table.scalar(name)
+            alloc, used = alloc_col[slots], used_col[slots]
+        else:
+            continue
+        allocatable[row] = alloc
+        requested[row] = np.where(alloc != 0, used + pod_request, 0)
+    return requested, allocatable

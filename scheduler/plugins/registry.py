@@ -1,0 +1,33 @@
+"""The in-tree plugin registry: plugin name -> plugin class (constructed as ``Cls(args, handle)``)."""
+
+from __future__ import annotations
+
+from scheduler.framework import PluginFactory
+from scheduler.plugins.defaultbinder import DefaultBinder
+from scheduler.plugins.imagelocality import ImageLocality
+from scheduler.plugins.nodeaffinity import NodeAffinity
+from scheduler.plugins.nodename import NodeName
+from scheduler.plugins.nodeports import NodePorts
+from scheduler.plugins.noderesources import BalancedAllocation, Fit
+from scheduler.plugins.nodeunschedulable import NodeUnschedulable
+from scheduler.plugins.queuesort import PrioritySort
+from scheduler.plugins.schedulinggates import SchedulingGates
+from scheduler.plugins.tainttoleration import TaintToleration
+
+
+def in_tree_registry() -> dict[str, PluginFactory]:
+    """A fresh mapping each call, so a caller may add out-of-tree plugins to its own copy."""
+    plugins = (
+        PrioritySort,
+        SchedulingGates,
+        NodeUnschedulable,
+        NodeName,
+        TaintToleration,
+        NodeAffinity,
+        NodePorts,
+        Fit,
+        BalancedAllocation,
+        ImageLocality,
+        DefaultBinder,
+    )
+    return {plugin.name: plugin for plugin in plugins}

@@ -1,0 +1,356 @@
+"""Builders shared by plugin tests (and by anyone testing code that runs plugins).
+
+``make_pod`` / ``make_node`` return API views (``pod_dict`` / ``node_dict`` the raw JSON);
+``table_of`` lays nodes and pods out exactly as the cache does (NodeTable.add, NodeInfo.add_pod,
+NodeTable.sync_row); ``FakeHandle`` is a framework Handle over such a table with a scripted
+ApiClient.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from scheduler.api import Node, Pod
+from scheduler.framework import (
+    ApiResponse,
+    CycleState,
+    ImageStateSummary,
+    NodeInfo,
+    NodeTable,
+    NodeVerdicts,
+    Status,
+)
+
+_uids = itertools.count(1)
+
+TaintSpec = tuple[str, str, str] | Mapping[str, Any]
+
+
+def _taint(spec: TaintSpec) -> dict[str, Any]:
+    if isinstance(spec, Mapping):
+        return dict(spec)
+    key, value, effect = spec
+    return {"key": key, "value": value, "effect": effect}
+
+
+def pod_dict(
+    name: str = "pod",
+    *,
+    namespace: str = "default",
+    uid: str | None = None,
+    requests: Mapping[str, str | int] | None = None,
+    containers: Sequence[Mapping[str, Any]] | None = None,
+    init_containers: Sequence[Mapping[str, Any]] | None = None,
+    images: Sequence[str] = (),
+    node_name: str = "",
+    nominated_node_name: str = "",
+    priority: int | None = None,
+    labels: Mapping[str, str] | None = None,
+    node_selector: Mapping[str, str] | None = None,
+    affinity: Mapping[str, Any] | None = None,
+    tolerations: Sequence[Mapping[str, Any]] = (),
+    host_ports: Sequence[tuple[int, str] | tuple[int, str, str]] = (),
+    scheduling_gates: Sequence[str] = (),
+    overhead: Mapping[str, str] | None = None,
+    scheduler_name: str = "pyscheduler",
+) -> dict[str, Any]:
+    """A Pod as the API serves it. ``requests`` go on one container (named ``c0``) unless
+    ``containers`` is given; ``host_ports`` are ``(port, protocol[, hostIP])``; ``images`` add one
+    container per image."""
+    if containers is None:
+        container: dict[str, Any] = {
+            "name": "c0",
+            "image": images[0] if images else "registry.k8s.io/pause:3.10",
+        }
+        if requests:
+            container["resources"] = {"requests": dict(requests)}
+        if host_ports:
+            container["ports"] = [
+                {
+                    "containerPort": p[0],
+                    "hostPort": p[0],
+                    "protocol": p[1],
+                    **({"hostIP": p[2]} if len(p) > 2 else {}),
+                }
+                for p in host_ports
+            ]
+        containers = [container] + [
+            {"name": f"c{i}", "image": image} for i, image in enumerate(images[1:], 1)
+        ]
+    spec: dict[str, Any] = {"containers": [dict(c) for c in containers], "schedulerName": scheduler_name}
+    if init_containers:
+        spec["initContainers"] = [dict(c) for c in init_containers]
+    if node_name:
+        spec["nodeName"] = node_name
+    if priority is not None:
+        spec["priority"] = priority
+    if node_selector:
+        spec["nodeSelector"] = dict(node_selector)
+    if affinity:
+        spec["affinity"] = dict(affinity)
+    if tolerations:
+        spec["tolerations"] = [dict(t) for t in tolerations]
+    if scheduling_gates:
+        spec["schedulingGates"] = [{"name": g} for g in scheduling_gates]
+    if overhead:
+        spec["overhead"] = dict(overhead)
+    status: dict[str, Any] = {"phase": "Pending"}
+    if nominated_node_name:
+        status["nominatedNodeName"] = nominated_node_name
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": uid or f"uid-{name}-{next(_uids)}",
+            "labels": dict(labels or {}),
+        },
+        "spec": spec,
+        "status": status,
+    }
+
+
+def make_pod(name: str = "pod", **kwargs: Any) -> Pod:
+    return Pod.from_dict(pod_dict(name, **kwargs))
+
+
+def node_dict(
+    name: str = "node",
+    *,
+    cpu: str | int = "4",
+    memory: str | int = "8Gi",
+    pods: int = 110,
+    ephemeral_storage: str | None = None,
+    extra: Mapping[str, str | int] | None = None,
+    labels: Mapping[str, str] | None = None,
+    taints: Iterable[TaintSpec] = (),
+    unschedulable: bool = False,
+    images: Iterable[tuple[Sequence[str], int]] = (),
+) -> dict[str, Any]:
+    """A Node as the API serves it; ``extra`` adds allocatable scalar resources, ``images`` are
+    ``(names, sizeBytes)``."""
+    allocatable: dict[str, Any] = {"cpu": str(cpu), "memory": str(memory), "pods": str(pods)}
+    if ephemeral_storage is not None:
+        allocatable["ephemeral-storage"] = ephemeral_storage
+    allocatable.update({k: str(v) for k, v in (extra or {}).items()})
+    spec: dict[str, Any] = {}
+    if unschedulable:
+        spec["unschedulable"] = True
+    taint_list = [_taint(t) for t in taints]
+    if taint_list:
+        spec["taints"] = taint_list
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "uid": f"uid-node-{name}",
+            "labels": {"kubernetes.io/hostname": name, **(labels or {})},
+        },
+        "spec": spec,
+        "status": {
+            "allocatable": allocatable,
+            "capacity": dict(allocatable),
+            "images": [{"names": list(names), "sizeBytes": size} for names, size in images],
+        },
+    }
+
+
+def make_node(name: str = "node", **kwargs: Any) -> Node:
+    return Node.from_dict(node_dict(name, **kwargs))
+
+
+def _view(obj: Node | Pod | Mapping[str, Any], kind: type) -> Any:
+    return obj if isinstance(obj, kind) else kind.from_dict(obj)
+
+
+@dataclass(slots=True)
+class Cluster:
+    """Nodes laid out in a NodeTable; ``infos[i]`` is the i-th node given to :func:`table_of`."""
+
+    table: NodeTable
+    infos: list[NodeInfo]
+
+    @property
+    def slots(self) -> np.ndarray:
+        return np.array([info.slot for info in self.infos], dtype=np.int64)
+
+    def info(self, name: str) -> NodeInfo:
+        return next(info for info in self.infos if info.name == name)
+
+
+def image_states(nodes: Sequence[Node]) -> list[dict[str, ImageStateSummary]]:
+    """Per node, image name -> summary with ``num_nodes`` counted over all ``nodes`` (as the cache keeps)."""
+    counts: dict[str, int] = {}
+    for node in nodes:
+        for name in {n for image in node.images for n in image.names}:
+            counts[name] = counts.get(name, 0) + 1
+    return [
+        {
+            name: ImageStateSummary(image.size_bytes, counts[name])
+            for image in node.images
+            for name in image.names
+        }
+        for node in nodes
+    ]
+
+
+def table_of(
+    nodes: Iterable[Node | Mapping[str, Any]],
+    pods: Iterable[Pod | Mapping[str, Any]] = (),
+    *,
+    capacity: int = 4,
+) -> Cluster:
+    """NodeInfos plus the NodeTable the cache would keep for them; pods land on ``spec.nodeName``."""
+    node_views = [_view(n, Node) for n in nodes]
+    table = NodeTable(capacity)
+    infos = []
+    for node, states in zip(node_views, image_states(node_views), strict=True):
+        info = NodeInfo(node, image_states=states)
+        table.add(info)
+        infos.append(info)
+    by_name = {info.name: info for info in infos}
+    for pod in (_view(p, Pod) for p in pods):
+        info = by_name[pod.node_name]
+        info.add_pod(pod)
+        table.sync_row(info)
+    return Cluster(table, infos)
+
+
+class FakeSnapshot:
+    """A NodeLister over a :class:`Cluster`."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.table = cluster.table
+        self._infos = list(cluster.infos)
+        self._by_name = {info.name: info for info in self._infos}
+
+    def node_infos(self) -> Sequence[NodeInfo]:
+        return self._infos
+
+    def get(self, node_name: str) -> NodeInfo | None:
+        return self._by_name.get(node_name)
+
+    def have_pods_with_affinity(self) -> Sequence[NodeInfo]:
+        return [info for info in self._infos if info.pods_with_affinity]
+
+    def have_pods_with_required_anti_affinity(self) -> Sequence[NodeInfo]:
+        return [info for info in self._infos if info.pods_with_required_anti_affinity]
+
+    def __len__(self) -> int:
+        return len(self._infos)
+
+
+@dataclass(slots=True)
+class Request:
+    method: str
+    path: str
+    body: Any
+    params: Mapping[str, str] | None
+    content_type: str
+
+
+@dataclass(slots=True)
+class FakeClient:
+    """An ApiClient that records requests and answers from ``responses`` (FIFO), then ``default``.
+
+    A response that is an exception instance is raised instead of returned.
+    """
+
+    responses: list[ApiResponse | BaseException] = field(default_factory=list)
+    default: ApiResponse = field(
+        default_factory=lambda: ApiResponse(201, {"kind": "Status", "status": "Success"})
+    )
+    requests: list[Request] = field(default_factory=list)
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        params: Mapping[str, str] | None = None,
+        content_type: str = "application/json",
+    ) -> ApiResponse:
+        self.requests.append(Request(method, path, body, params, content_type))
+        answer = self.responses.pop(0) if self.responses else self.default
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+
+@dataclass(slots=True)
+class RecordedEvent:
+    pod: Pod
+    event_type: str
+    reason: str
+    action: str
+    message: str
+
+
+class FakeHandle:
+    """A framework Handle for tests: a snapshot over a Cluster, a FakeClient, recorded events."""
+
+    def __init__(
+        self,
+        cluster: Cluster | None = None,
+        client: FakeClient | None = None,
+        scheduler_name: str = "pyscheduler",
+        nominated: Mapping[str, Sequence[Pod]] | None = None,
+    ) -> None:
+        self._snapshot = FakeSnapshot(cluster or table_of([]))
+        self._client = client or FakeClient()
+        self._scheduler_name = scheduler_name
+        self._nominated = dict(nominated or {})
+        self.events: list[RecordedEvent] = []
+
+    @property
+    def snapshot(self) -> FakeSnapshot:
+        return self._snapshot
+
+    @property
+    def client(self) -> FakeClient:
+        return self._client
+
+    @property
+    def scheduler_name(self) -> str:
+        return self._scheduler_name
+
+    def record_event(self, obj: Pod, event_type: str, reason: str, action: str, message: str) -> None:
+        self.events.append(RecordedEvent(obj, event_type, reason, action, message))
+
+    def nominated_pods_for_node(self, node_name: str) -> Sequence[Pod]:
+        return self._nominated.get(node_name, ())
+
+
+def expand_verdicts(verdicts: NodeVerdicts | None, count: int) -> list[Status | None]:
+    """A batch filter's answer as one Status-or-None per slot, like the per-node form gives."""
+    if verdicts is None:
+        return [None] * count
+    return [
+        verdicts.statuses[int(verdicts.status_ids[i])] if verdicts.rejected[i] else None for i in range(count)
+    ]
+
+
+def per_node_and_batch_filter(
+    plugin: Any, state: CycleState, pod: Pod, cluster: Cluster
+) -> tuple[list[Status | None], list[Status | None]]:
+    """Both forms of a filter plugin over every node of ``cluster``, in node order."""
+    per_node = [plugin.filter(state, pod, info) for info in cluster.infos]
+    batch = expand_verdicts(plugin.filter_nodes(state, pod, cluster.table, cluster.slots), len(cluster.infos))
+    return per_node, batch
+
+
+def per_node_and_batch_score(
+    plugin: Any, state: CycleState, pod: Pod, cluster: Cluster
+) -> tuple[list[int], list[int]]:
+    """Both forms of a score plugin over every node of ``cluster``, in node order."""
+    per_node = [int(plugin.score(state, pod, info)) for info in cluster.infos]
+    batch = [int(s) for s in plugin.score_nodes(state, pod, cluster.table, cluster.slots)]
+    return per_node, batch

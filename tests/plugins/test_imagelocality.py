@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+import pytest
+from builders import FakeHandle, make_node, make_pod, per_node_and_batch_score, table_of
+
+from scheduler.framework import CycleState
+from scheduler.plugins.imagelocality import ImageLocality, calculate_priority, normalized_image_name
+
+MB = 1024 * 1024
+
+
+@pytest.mark.parametrize(
+    ("name", "normalized"),
+    [
+        ("nginx", "nginx:latest"),
+        ("nginx:1.25", "nginx:1.25"),
+        ("registry.local:5000/app", "registry.local:5000/app:latest"),
+        ("registry.local:5000/app:v2", "registry.local:5000/app:v2"),
+    ],
+)
+def test_an_untagged_image_means_latest(name: str, normalized: str) -> None:
+    assert normalized_image_name(name) == normalized
+
+
+@pytest.mark.parametrize(
+    ("case", "summed", "containers", "expected"),
+    [
+        ("below the minimum threshold scores zero", 10 * MB, 1, 0),
+        ("at the per-container maximum scores 100", 1000 * MB, 1, 100),
+        ("above the maximum is capped", 5000 * MB, 2, 100),
+        ("in between scales linearly", 170 * MB, 2, 7),
+    ],
+)
+def test_calculate_priority(case: str, summed: int, containers: int, expected: int) -> None:
+    assert calculate_priority(summed, containers) == expected
+
+
+def run(pod_images: list[str], nodes: list) -> list[int]:
+    cluster = table_of(nodes)
+    plugin = ImageLocality(None, FakeHandle(cluster))
+    pod = make_pod("incoming", images=pod_images)
+    state = CycleState()
+    assert plugin.pre_score(state, pod, cluster.infos) is None
+    per_node, batch = per_node_and_batch_score(plugin, state, pod, cluster)
+    assert per_node == batch
+    return per_node
+
+
+def test_image_sizes_count_in_proportion_to_how_many_nodes_have_them() -> None:
+    nodes = [
+        make_node("a", images=[(["gcr.io/40:latest"], 40 * MB), (["gcr.io/300:latest"], 300 * MB)]),
+        make_node("b", images=[(["gcr.io/250:latest"], 250 * MB)]),
+    ]
+    # node a: (40 + 300) MB x 1/2 spread = 170 MB -> 100 * 147 / 1977 = 7
+    assert run(["gcr.io/40", "gcr.io/300"], nodes) == [7, 0]
+
+
+def test_an_image_everywhere_still_scores_by_its_size() -> None:
+    nodes = [make_node(n, images=[(["big:1"], 2000 * MB)]) for n in "ab"]
+    assert run(["big:1"], nodes) == [100, 100]
+
+
+def test_a_pod_whose_images_are_nowhere_scores_zero() -> None:
+    assert run(["absent:1"], [make_node("a", images=[(["other:1"], 500 * MB)])]) == [0]

@@ -1,0 +1,317 @@
+from __future__ import annotations
+
+import pytest
+from builders import make_node, make_pod, per_node_and_batch_filter, per_node_and_batch_score, table_of
+
+from scheduler.config.args import (
+    MOST_ALLOCATED,
+    REQUESTED_TO_CAPACITY_RATIO,
+    NodeResourcesFitArgs,
+    ResourceSpec,
+    ScoringStrategy,
+    UtilizationShapePoint,
+)
+from scheduler.framework import ActionType, Code, CycleState, QueueingHint
+from scheduler.framework.interface import NODE, POD
+from scheduler.plugins.noderesources import Fit
+
+GPU = "example.com/gpu"
+
+
+def run_filter(plugin: Fit, pod_kwargs: dict, nodes: list, pods: list = ()) -> list:
+    pod = make_pod("incoming", **pod_kwargs)
+    state = CycleState()
+    result, status = plugin.pre_filter(state, pod, None)  # type: ignore[arg-type]
+    assert (result, status) == (None, None)
+    per_node, batch = per_node_and_batch_filter(plugin, state, pod, table_of(nodes, pods))
+    assert per_node == batch, "the batch and per-node forms disagree"
+    return per_node
+
+
+BUSY = [make_pod("existing", node_name="n", requests={"cpu": "3500m", "memory": "6Gi"})]
+
+
+@pytest.mark.parametrize(
+    ("case", "pod_kwargs", "node_kwargs", "existing", "code", "reasons"),
+    [
+        ("a pod that fits passes", {"requests": {"cpu": "1", "memory": "1Gi"}}, {}, [], None, ()),
+        ("a pod without requests fits a full node", {}, {}, BUSY, None, ()),
+        (
+            "too little free cpu is unschedulable",
+            {"requests": {"cpu": "1"}},
+            {},
+            BUSY,
+            Code.UNSCHEDULABLE,
+            ("Insufficient cpu",),
+        ),
+        (
+            "a request above the node's allocatable is unresolvable",
+            {"requests": {"cpu": "5"}},
+            {},
+            [],
+            Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            ("Insufficient cpu",),
+        ),
+        (
+            "several shortages are all reported in upstream's order",
+            {"requests": {"cpu": "1", "memory": "3Gi"}},
+            {},
+            BUSY,
+            Code.UNSCHEDULABLE,
+            ("Insufficient cpu", "Insufficient memory"),
+        ),
+        (
+            "a full pod count rejects even an empty pod",
+            {},
+            {"pods": 1},
+            [make_pod("existing", node_name="n")],
+            Code.UNSCHEDULABLE,
+            ("Too many pods",),
+        ),
+        (
+            "ephemeral storage is checked",
+            {"requests": {"ephemeral-storage": "20Gi"}},
+            {"ephemeral_storage": "10Gi"},
+            [],
+            Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            ("Insufficient ephemeral-storage",),
+        ),
+        (
+            "an extended resource missing on the node is unresolvable",
+            {"requests": {GPU: "1"}},
+            {},
+            [],
+            Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            (f"Insufficient {GPU}",),
+        ),
+        (
+            "an extended resource in use is unschedulable",
+            {"requests": {GPU: "1"}},
+            {"extra": {GPU: 1}},
+            [make_pod("existing", node_name="n", requests={GPU: "1"})],
+            Code.UNSCHEDULABLE,
+            (f"Insufficient {GPU}",),
+        ),
+        (
+            "the larger of init and regular containers counts",
+            {
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+                "init_containers": [{"name": "i", "resources": {"requests": {"cpu": "4500m"}}}],
+            },
+            {},
+            [],
+            Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            ("Insufficient cpu",),
+        ),
+        (
+            "pod overhead counts",
+            {"requests": {"cpu": "3900m"}, "overhead": {"cpu": "200m"}},
+            {},
+            [],
+            Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            ("Insufficient cpu",),
+        ),
+    ],
+)
+def test_filter(
+    case: str, pod_kwargs: dict, node_kwargs: dict, existing: list, code: Code | None, reasons: tuple
+) -> None:
+    (status,) = run_filter(Fit(), pod_kwargs, [make_node("n", **node_kwargs)], existing)
+    if code is None:
+        assert status is None
+    else:
+        assert status is not None
+        assert (status.code, status.reasons) == (code, reasons)
+
+
+@pytest.mark.parametrize(
+    ("case", "args"),
+    [
+        ("an ignored extended resource is not checked", NodeResourcesFitArgs(ignored_resources=[GPU])),
+        (
+            "an ignored resource group is not checked",
+            NodeResourcesFitArgs(ignored_resource_groups=["example.com"]),
+        ),
+    ],
+)
+def test_ignored_resources(case: str, args: NodeResourcesFitArgs) -> None:
+    assert run_filter(Fit(args), {"requests": {GPU: "1"}}, [make_node("n")]) == [None]
+
+
+def test_hugepages_are_not_extended_resources_so_groups_cannot_ignore_them() -> None:
+    args = NodeResourcesFitArgs(ignored_resource_groups=["hugepages-2Mi"])
+    (status,) = run_filter(
+        Fit(args), {"requests": {"hugepages-2Mi": "4Mi", "memory": "4Mi"}}, [make_node("n")]
+    )
+    assert status is not None and status.reasons == ("Insufficient hugepages-2Mi",)
+
+
+def test_batch_filter_gives_each_node_its_own_reasons() -> None:
+    nodes = [
+        make_node("roomy", cpu="8", memory="16Gi"),
+        make_node("tight-cpu", cpu="1", memory="16Gi"),
+        make_node("tight-both", cpu="1", memory="1Gi"),
+        make_node("busy", cpu="4", memory="16Gi", pods=1),
+    ]
+    statuses = run_filter(
+        Fit(), {"requests": {"cpu": "2", "memory": "2Gi"}}, nodes, [make_pod("x", node_name="busy")]
+    )
+    assert [None if s is None else s.reasons for s in statuses] == [
+        None,
+        ("Insufficient cpu",),
+        ("Insufficient cpu", "Insufficient memory"),
+        ("Too many pods",),
+    ]
+
+
+def score(args: NodeResourcesFitArgs | None, pod_kwargs: dict, nodes: list, pods: list = ()) -> list[int]:
+    plugin = Fit(args)
+    pod = make_pod("incoming", **pod_kwargs)
+    state = CycleState()
+    cluster = table_of(nodes, pods)
+    assert plugin.pre_score(state, pod, cluster.infos) is None
+    per_node, batch = per_node_and_batch_score(plugin, state, pod, cluster)
+    assert per_node == batch, "the batch and per-node forms disagree"
+    return per_node
+
+
+NODE_4CPU_10K = {"cpu": "4", "memory": "10000"}
+REQ_1CPU_2K = {"requests": {"cpu": "1", "memory": "2000"}}
+
+
+def strategy(
+    kind: str, resources: list[ResourceSpec] | None = None, shape: list | None = None
+) -> NodeResourcesFitArgs:
+    s = ScoringStrategy(type=kind)
+    if resources is not None:
+        s.resources = resources
+    if shape is not None:
+        s.requested_to_capacity_ratio = [UtilizationShapePoint(u, sc) for u, sc in shape]
+    return NodeResourcesFitArgs(scoring_strategy=s)
+
+
+@pytest.mark.parametrize(
+    ("case", "args", "pod_kwargs", "expected"),
+    [
+        # cpu (4000-1000)*100/4000 = 75, memory (10000-2000)*100/10000 = 80, mean 77
+        ("least allocated averages the free share", None, REQ_1CPU_2K, 77),
+        # cpu 25, memory 20 -> 22
+        ("most allocated averages the used share", strategy(MOST_ALLOCATED), REQ_1CPU_2K, 22),
+        (
+            "resource weights weigh the average",
+            strategy("LeastAllocated", [ResourceSpec("cpu", 3), ResourceSpec("memory", 1)]),
+            REQ_1CPU_2K,
+            76,
+        ),
+        # a request-less pod counts 100m cpu and 200Mi memory: cpu 97, memory 0 (200Mi > 10000 bytes)
+        ("least allocated uses the non-zero defaults for empty pods", None, {}, 48),
+        # shape (0,0)-(100,10) scaled to 0..100: cpu 25, memory 20 -> 22.5 rounds half away from zero
+        (
+            "requested to capacity ratio follows the shape and rounds like Go",
+            strategy(REQUESTED_TO_CAPACITY_RATIO, shape=[(0, 0), (100, 10)]),
+            REQ_1CPU_2K,
+            23,
+        ),
+        # a falling shape (0,10)-(100,0): cpu 75, memory 80 -> 77.5 -> 78
+        (
+            "requested to capacity ratio can spread with a falling shape",
+            strategy(REQUESTED_TO_CAPACITY_RATIO, shape=[(0, 10), (100, 0)]),
+            REQ_1CPU_2K,
+            78,
+        ),
+    ],
+)
+def test_score_strategies(
+    case: str, args: NodeResourcesFitArgs | None, pod_kwargs: dict, expected: int
+) -> None:
+    assert score(args, pod_kwargs, [make_node("n", **NODE_4CPU_10K)]) == [expected]
+
+
+def test_existing_pods_count_toward_the_used_share() -> None:
+    existing = [make_pod("e", node_name="busy", requests={"cpu": "2", "memory": "5000"})]
+    scores = score(
+        None, REQ_1CPU_2K, [make_node("idle", **NODE_4CPU_10K), make_node("busy", **NODE_4CPU_10K)], existing
+    )
+    # busy: cpu (4000-3000)*100/4000 = 25, memory (10000-7000)*100/10000 = 30 -> 27
+    assert scores == [77, 27]
+
+
+def test_extended_resources_score_only_where_the_pod_asks_and_the_node_has_them() -> None:
+    args = strategy(MOST_ALLOCATED, [ResourceSpec("cpu", 1), ResourceSpec(GPU, 1)])
+    nodes = [make_node("gpu", cpu="4", extra={GPU: 4}), make_node("plain", cpu="4")]
+    # gpu node: cpu 25, gpu 1*100/4 = 25 -> 25; plain node: the gpu is left out -> cpu 25
+    assert score(args, {"requests": {"cpu": "1", GPU: "1"}}, nodes) == [25, 25]
+    existing = [make_pod("e", node_name="gpu", requests={GPU: "2"})]
+    # gpu node now: the existing pod counts the 100m default, cpu 1100*100/4000 = 27, gpu 3*100/4 = 75 -> 51
+    assert score(args, {"requests": {"cpu": "1", GPU: "1"}}, nodes, existing) == [51, 25]
+    # a pod that does not ask for the gpu is scored on cpu alone
+    assert score(args, {"requests": {"cpu": "1"}}, nodes, existing) == [27, 25]
+
+
+def test_overcommitted_nodes_score_zero_when_least_allocated() -> None:
+    assert score(None, {"requests": {"cpu": "8", "memory": "20000"}}, [make_node("n", **NODE_4CPU_10K)]) == [
+        0
+    ]
+
+
+def test_a_strategy_without_a_shape_is_refused() -> None:
+    with pytest.raises(ValueError, match="shape"):
+        Fit(strategy(REQUESTED_TO_CAPACITY_RATIO))
+
+
+# ---------------------------------------------------------------------------- events
+
+
+def hints(plugin: Fit) -> tuple:
+    pod_event, node_event = plugin.events_to_register()
+    assert pod_event.event.resource == POD and node_event.event.resource == NODE
+    assert node_event.event.action == ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE
+    return pod_event.hint, node_event.hint
+
+
+@pytest.mark.parametrize(
+    ("case", "old", "new", "hint"),
+    [
+        ("an added node big enough queues", None, {"cpu": "4"}, QueueingHint.QUEUE),
+        ("an added node too small skips", None, {"cpu": "1"}, QueueingHint.SKIP),
+        ("a node whose cpu grew queues", {"cpu": "2"}, {"cpu": "4"}, QueueingHint.QUEUE),
+        (
+            "a node whose memory grew skips a cpu-only pod",
+            {"cpu": "4", "memory": "1Gi"},
+            {"cpu": "4", "memory": "2Gi"},
+            QueueingHint.SKIP,
+        ),
+        (
+            "a node whose pod count grew queues",
+            {"cpu": "4", "pods": 1},
+            {"cpu": "4", "pods": 2},
+            QueueingHint.QUEUE,
+        ),
+        ("a node that shrank below the request skips", {"cpu": "4"}, {"cpu": "1"}, QueueingHint.SKIP),
+    ],
+)
+def test_node_change_hint(case: str, old: dict | None, new: dict, hint: QueueingHint) -> None:
+    _, node_hint = hints(Fit())
+    pod = make_pod(requests={"cpu": "2"})
+    assert node_hint(pod, None if old is None else make_node("n", **old), make_node("n", **new)) == hint
+
+
+def test_pod_delete_hint_queues_only_for_pods_that_held_a_node() -> None:
+    pod_hint, _ = hints(Fit())
+    pod = make_pod("pending", requests={"cpu": "1"})
+    assert pod_hint(pod, make_pod("gone", node_name="n"), None) == QueueingHint.QUEUE
+    assert pod_hint(pod, make_pod("gone", nominated_node_name="n"), None) == QueueingHint.QUEUE
+    assert pod_hint(pod, make_pod("gone"), None) == QueueingHint.SKIP
+
+
+def test_pod_scale_down_hint_queues_when_a_wanted_resource_shrank() -> None:
+    pod_hint, _ = hints(Fit())
+    pod = make_pod("pending", uid="me", requests={"cpu": "1"})
+    before = make_pod("other", uid="o", node_name="n", requests={"cpu": "2", "memory": "2Gi"})
+    less_cpu = make_pod("other", uid="o", node_name="n", requests={"cpu": "1", "memory": "2Gi"})
+    less_memory = make_pod("other", uid="o", node_name="n", requests={"cpu": "2", "memory": "1Gi"})
+    assert pod_hint(pod, before, less_cpu) == QueueingHint.QUEUE
+    assert pod_hint(pod, before, less_memory) == QueueingHint.SKIP
+    assert pod_hint(pod, pod, make_pod("pending", uid="me", requests={"cpu": "500m"})) == QueueingHint.QUEUE
+    unassigned = make_pod("other", uid="o", requests={"cpu": "2"})
+    assert pod_hint(pod, unassigned, make_pod("other", uid="o", requests={"cpu": "1"})) == QueueingHint.SKIP
