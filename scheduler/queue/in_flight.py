@@ -1,0 +1,56 @@
+"""Pods being scheduled, and the cluster events that arrived meanwhile.
+
+A pod rejected by a cycle must not be parked in the unschedulable pool if an event that could
+have changed the verdict arrived while the cycle ran (the cycle read the older state). Events are
+kept in one sequence only while some pod is in flight; each pod remembers where the sequence stood
+when it was popped, and events older than the oldest pod still in flight are dropped.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+from scheduler.framework import ClusterEvent
+
+
+class InFlight:
+    __slots__ = ("_events", "_pods", "_seq")
+
+    def __init__(self) -> None:
+        # uid -> sequence number at pop; insertion order == pop order, so the first is the oldest
+        self._pods: dict[str, int] = {}
+        self._events: deque[tuple[int, ClusterEvent, Any, Any]] = deque()
+        self._seq = 0
+
+    def __contains__(self, uid: object) -> bool:
+        return uid in self._pods
+
+    def __len__(self) -> int:
+        return len(self._pods)
+
+    def start(self, uid: str) -> None:
+        self._seq += 1
+        self._pods.setdefault(uid, self._seq)
+
+    def record(self, event: ClusterEvent, old: Any, new: Any) -> bool:
+        """Remember ``event`` for the pods in flight; False (nothing kept) when there are none."""
+        if not self._pods:
+            return False
+        self._seq += 1
+        self._events.append((self._seq, event, old, new))
+        return True
+
+    def events_since_start(self, uid: str) -> list[tuple[ClusterEvent, Any, Any]]:
+        start = self._pods.get(uid)
+        if start is None:
+            return []
+        return [(event, old, new) for seq, event, old, new in self._events if seq > start]
+
+    def finish(self, uid: str) -> None:
+        if self._pods.pop(uid, None) is None:
+            return
+        oldest = next(iter(self._pods.values()), None)
+        events = self._events
+        while events and (oldest is None or events[0][0] < oldest):
+            events.popleft()
