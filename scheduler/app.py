@@ -1,0 +1,400 @@
+"""`pyscheduler run`: wiring and lifecycle (kube-scheduler's server.go Run, in asyncio).
+
+config → client → cache, queue, profiles → informers → status server → wait for handler sync
+→ leader election (or not) → scheduling loop; SIGTERM drains bindings, releases the lease and
+exits 0; a leader that loses its lease stops scheduling at once and exits 1 so it restarts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from scheduler import __version__
+from scheduler.api import Node, Pod
+from scheduler.cache import Cache
+from scheduler.client.config import ClientConfigError, load_client_config
+from scheduler.client.events import EventRecorder
+from scheduler.client.informer import Informer, InformerGroup
+from scheduler.client.pods import patch_pod_condition
+from scheduler.client.rest import KubeClient
+from scheduler.config import (
+    DEFAULT_PLUGINS,
+    ConfigError,
+    PluginSet,
+    SchedulerConfiguration,
+    default_config,
+    load_config,
+)
+from scheduler.eventhandlers import NodeEvents, PodEvents, ResourceEvents
+from scheduler.framework import PluginFactory
+from scheduler.framework.interface import CSI_NODE, PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, STORAGE_CLASS
+from scheduler.leaderelection import LeaderElector, LeadershipLost, default_identity
+from scheduler.metrics import SchedulerMetrics
+from scheduler.plugins.registry import in_tree_registry
+from scheduler.queue import ProfilesPolicy, SchedulingQueue
+from scheduler.runtime import Framework, FrameworkError
+from scheduler.runtime.handle import FrameworkHandle
+from scheduler.schedule_one import Scheduler
+from scheduler.server import StatusServer
+
+log = logging.getLogger("scheduler")
+
+SHUTDOWN_GRACE_SECONDS = 10.0
+# Upstream's informer excludes finished pods: they hold no resources.
+ACTIVE_PODS_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
+# Kinds only plugins read: any change is a cluster event that may help unschedulable pods.
+PLUGIN_RESOURCES: tuple[tuple[str, str], ...] = (
+    ("/api/v1/persistentvolumes", PERSISTENT_VOLUME),
+    ("/api/v1/persistentvolumeclaims", PERSISTENT_VOLUME_CLAIM),
+    ("/apis/storage.k8s.io/v1/storageclasses", STORAGE_CLASS),
+    ("/apis/storage.k8s.io/v1/csinodes", CSI_NODE),
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", help="KubeSchedulerConfiguration file (default: built-in defaults)")
+    parser.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, then in-cluster)")
+    parser.add_argument(
+        "--leader-elect",
+        type=_parse_bool,
+        default=None,
+        metavar="true|false",
+        help="hold a Lease so only one replica schedules (overrides the config file)",
+    )
+    parser.add_argument("--bind-address", default="0.0.0.0", help="address of /healthz, /readyz, /metrics")
+    parser.add_argument(
+        "--port", type=int, default=10251, help="port of /healthz, /readyz, /metrics (0: any)"
+    )
+    parser.add_argument("-v", "--v", dest="verbosity", type=int, default=2, help="log verbosity (0-10)")
+
+
+def _parse_bool(text: str) -> bool:
+    value = text.strip().lower()
+    if value in ("1", "t", "true", "yes"):
+        return True
+    if value in ("0", "f", "false", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"not a boolean: {text!r}")
+
+
+def configure_logging(verbosity: int) -> None:
+    level = logging.DEBUG if verbosity >= 4 else logging.INFO if verbosity >= 1 else logging.WARNING
+    logging.basicConfig(
+        level=level, stream=sys.stderr, format="%(asctime)s %(levelname).1s %(name)s: %(message)s"
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    configure_logging(args.verbosity)
+    try:
+        config = load_config(args.config) if args.config else default_config()
+    except ConfigError as exc:
+        print(f"pyscheduler: invalid configuration {args.config}: {exc}", file=sys.stderr)
+        return 2
+    if args.leader_elect is not None:
+        config.leader_election.leader_elect = args.leader_elect
+    try:
+        registry = in_tree_registry()
+        check_profiles(config, registry)
+    except FrameworkError as exc:
+        print(f"pyscheduler: invalid configuration {args.config}: {exc}", file=sys.stderr)
+        return 2
+    app = SchedulerApp(
+        config, kubeconfig=args.kubeconfig, bind_address=args.bind_address, port=args.port, registry=registry
+    )
+    return asyncio.run(app.run())
+
+
+def available_plugins(config: SchedulerConfiguration, registry: Mapping[str, PluginFactory]) -> list[str]:
+    """Drop default plugins this build does not have yet; returns their names (logged at start-up).
+
+    Plugins the user named explicitly are never dropped: an unknown one is a config error.
+    """
+    default_names = {ref.name for ref in DEFAULT_PLUGINS}
+    missing: set[str] = set()
+    for profile in config.profiles:
+        multi = profile.plugins.multi_point
+        keep = []
+        for ref in multi.enabled:
+            if ref.name in registry or ref.name not in default_names:
+                keep.append(ref)
+            else:
+                missing.add(ref.name)
+        profile.plugins.multi_point = PluginSet(enabled=keep, disabled=list(multi.disabled))
+    return sorted(missing)
+
+
+def check_profiles(config: SchedulerConfiguration, registry: Mapping[str, PluginFactory]) -> None:
+    """Build every profile once against a dummy handle so a bad plugin set fails before start-up."""
+    available_plugins(config, registry)
+    handle = FrameworkHandle("check", client=None, snapshot=lambda: None, record_event=lambda *a: None)  # type: ignore[arg-type]
+    for profile in config.profiles:
+        Framework(profile, registry, handle)
+
+
+class SchedulerApp:
+    """Everything `pyscheduler run` starts, with its lifecycle."""
+
+    def __init__(
+        self,
+        config: SchedulerConfiguration,
+        *,
+        kubeconfig: str | None = None,
+        bind_address: str = "0.0.0.0",
+        port: int = 10251,
+        registry: Mapping[str, PluginFactory] | None = None,
+        identity: str | None = None,
+    ) -> None:
+        self.config = config
+        self.kubeconfig = kubeconfig or config.client_connection.kubeconfig or None
+        self.bind_address = bind_address
+        self.port = port
+        self.registry = dict(registry or in_tree_registry())
+        self.identity = identity or default_identity()
+        self.metrics = SchedulerMetrics()
+        self.shutting_down = asyncio.Event()
+        self.exit_code = 0
+        self._tasks: list[asyncio.Task[Any]] = []
+        self.server: StatusServer | None = None
+        self.scheduler: Scheduler | None = None
+        self.elector: LeaderElector | None = None
+
+    # ------------------------------------------------------------------ building
+
+    async def _build(self) -> None:
+        missing = available_plugins(self.config, self.registry)
+        if missing:
+            log.warning("default plugins not available in this build, left out: %s", ", ".join(missing))
+        client_config = await load_client_config(self.kubeconfig)
+        conn = self.config.client_connection
+        self.client = KubeClient(client_config, qps=conn.qps, burst=conn.burst)
+        names = [p.scheduler_name for p in self.config.profiles]
+        self.recorder = EventRecorder(self.client, names[0], self.identity)
+        self.cache = Cache(metrics=self.metrics)
+        self.frameworks: dict[str, Framework] = {}
+        for profile in self.config.profiles:
+            handle = FrameworkHandle(
+                profile.scheduler_name,
+                self.client,
+                self.cache.snapshot,
+                self.recorder.record,
+                lambda node: self.queue.nominated_pods_for_node(node),
+            )
+            self.frameworks[profile.scheduler_name] = Framework(
+                profile,
+                self.registry,
+                handle,
+                percentage_of_nodes_to_score=self.config.percentage_of_nodes_to_score,
+            )
+        first = self.frameworks[names[0]]
+        self.queue = SchedulingQueue(
+            sort_key=first.sort_key,
+            policy=ProfilesPolicy(self.frameworks),
+            initial_backoff=self.config.pod_initial_backoff_seconds,
+            max_backoff=self.config.pod_max_backoff_seconds,
+            metrics=self.metrics,
+        )
+        pod_events = PodEvents(self.cache, self.queue, names)
+        self.pod_informer = Informer(
+            self.client,
+            "/api/v1/pods",
+            decode=Pod.from_dict,
+            handler=pod_events,
+            params={"fieldSelector": ACTIVE_PODS_SELECTOR},
+            name="pods",
+        )
+        informers = [
+            self.pod_informer,
+            Informer(
+                self.client,
+                "/api/v1/nodes",
+                decode=Node.from_dict,
+                handler=NodeEvents(self.cache, self.queue),
+                name="nodes",
+            ),
+        ]
+        for path, resource in PLUGIN_RESOURCES:
+            informers.append(
+                Informer(
+                    self.client,
+                    path,
+                    decode=dict,
+                    handler=ResourceEvents(self.queue, resource),
+                    name=path.rsplit("/", 1)[-1],
+                )
+            )
+        self.informers = InformerGroup(informers)
+        self.scheduler = Scheduler(
+            cache=self.cache,
+            queue=self.queue,
+            frameworks=self.frameworks,
+            events=self.recorder,
+            patch_status=self._patch_status,
+            current_pod=self._current_pod,
+            metrics=self.metrics,
+        )
+        lease = self.config.leader_election
+        if lease.leader_elect:
+            namespace = lease.resource_namespace or _own_namespace()
+            self.elector = LeaderElector(
+                self.client,
+                namespace=namespace,
+                name=lease.resource_name,
+                identity=self.identity,
+                lease_duration=lease.lease_duration,
+                renew_deadline=lease.renew_deadline,
+                retry_period=lease.retry_period,
+                metrics=self.metrics,
+            )
+        health = [("ping", lambda: None)]
+        if self.elector is not None:
+            health.append(("leaderElection", self.elector.check_health))
+        self.server = StatusServer(
+            self.bind_address,
+            self.port,
+            metrics=self.metrics,
+            configz=self.config.to_dict,
+            health_checks=health,
+            ready_checks=[
+                ("sched-handler-sync", self._handler_sync_check),
+                ("shutdown", self._shutdown_check),
+            ],
+        )
+
+    def _current_pod(self, pod: Pod) -> Pod | None:
+        return self.pod_informer.store.get(pod.key)
+
+    async def _patch_status(self, pod: Pod, condition: dict[str, Any] | None, nominated: str | None) -> None:
+        await patch_pod_condition(self.client, pod, condition, nominated_node_name=nominated)
+
+    def _handler_sync_check(self) -> str | None:
+        pending = [name for name, done in self.informers.synced().items() if not done]
+        return f"waiting for informers: {', '.join(pending)}" if pending else None
+
+    def _shutdown_check(self) -> str | None:
+        return "shutting down" if self.shutting_down.is_set() else None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def run(self) -> int:
+        """Run until SIGTERM/SIGINT (exit 0) or a lost lease (exit 1)."""
+        try:
+            await self._build()
+        except ClientConfigError as exc:
+            log.error("cannot reach the cluster: %s", exc)
+            return 1
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, self.shutting_down.set)
+        try:
+            await self.start()
+            stop = asyncio.create_task(self.shutting_down.wait())
+            work = asyncio.create_task(self._lead_and_schedule())
+            done, _ = await asyncio.wait({stop, work}, return_when=asyncio.FIRST_COMPLETED)
+            if work in done and work.exception() is not None:
+                raise work.exception()  # type: ignore[misc]
+            await self.shutdown(work)
+        finally:
+            await self.close()
+        return self.exit_code
+
+    async def start(self) -> None:
+        """Start the status server, the informers and the background loops (not scheduling)."""
+        log.info(
+            "pyscheduler %s starting as %s, profiles: %s",
+            __version__,
+            self.identity,
+            ", ".join(self.frameworks),
+        )
+        await self.server.start()
+        self.informers.start()
+        self._spawn(self.queue.run(), "queue flusher")
+        self._spawn(self.recorder.run(), "event recorder")
+        self._spawn(self._expire_assumed_pods(), "assumed pod expiry")
+
+    def _spawn(self, coro: Any, name: str) -> None:
+        self._tasks.append(asyncio.create_task(coro, name=name))
+
+    async def _lead_and_schedule(self) -> None:
+        await self.informers.wait_synced()
+        log.info(
+            "all informers synced; %d nodes, %d pods in the cache",
+            self.cache.node_count(),
+            self.cache.pod_count(),
+        )
+        if self.elector is None:
+            await self.scheduler.run()
+            return
+        try:
+            await self.elector.run(self._on_started_leading)
+        except LeadershipLost:
+            log.error("leader election lost; stopping so that the pod restarts")
+            self.exit_code = 1
+            self.shutting_down.set()
+
+    async def _on_started_leading(self) -> None:
+        log.info("became the leader (%s); scheduling starts", self.identity)
+        try:
+            await self.scheduler.run()
+        except asyncio.CancelledError:
+            # Shutting down while leading: the elector keeps renewing while bindings drain,
+            # and releases the lease afterwards. A lost lease means stop at once.
+            if not self.elector.lost.is_set():
+                await self._drain_bindings()
+            raise
+
+    async def _drain_bindings(self) -> None:
+        if not await self.scheduler.wait_for_bindings(SHUTDOWN_GRACE_SECONDS):
+            log.warning("some bindings were still in flight after %.0fs", SHUTDOWN_GRACE_SECONDS)
+
+    async def shutdown(self, work: asyncio.Task[Any]) -> None:
+        """Stop deciding at once, let bindings finish (bounded), release the lease."""
+        log.info("shutting down")
+        self.shutting_down.set()
+        work.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await work
+        if self.elector is None:
+            await self._drain_bindings()
+        with contextlib.suppress(Exception):
+            await self.recorder.flush(timeout=2.0)
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        await self.informers.stop()
+        self.queue.close()
+        if self.server is not None:
+            await self.server.stop()
+        await self.client.close()
+
+    async def _expire_assumed_pods(self) -> None:
+        while True:
+            await asyncio.sleep(1.0)
+            for pod in self.cache.cleanup_expired_assumed_pods():
+                log.warning("assumed pod %s expired: its binding was never confirmed", pod.key)
+
+
+def _own_namespace() -> str:
+    """The namespace this pod runs in (downward API, then the service account), else default."""
+    namespace = os.environ.get("POD_NAMESPACE")
+    if namespace:
+        return namespace
+    with contextlib.suppress(OSError), open("/var/run/secrets/kubernetes.io/serviceaccount/namespace") as f:
+        return f.read().strip()
+    return "default"
+
+
+__all__ = ["SchedulerApp", "add_arguments", "main"]

@@ -1,0 +1,176 @@
+"""`pyscheduler demo`: the scheduler against a local simulated cluster, end to end.
+
+Starts the local API endpoint with nodes of mixed sizes in three zones plus a tainted GPU pool,
+runs the scheduler in-process against it over real HTTP, creates a Deployment for
+`pyscheduler`, one for `default-scheduler` (which must stay Pending and untouched) and a pod
+too big for any node, then prints where everything landed and why the big pod is pending.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from scheduler.config import default_config
+
+SCHEDULER_NAME = "pyscheduler"
+
+NODE_TEMPLATE: dict[str, Any] = {
+    "nodeGroups": [
+        {
+            "namePrefix": "small-",
+            "count": 3,
+            "capacity": {"cpu": "2", "memory": "8Gi", "pods": "110"},
+            "zones": ["zone-a", "zone-b", "zone-c"],
+        },
+        {
+            "namePrefix": "medium-",
+            "count": 3,
+            "capacity": {"cpu": "4", "memory": "16Gi", "pods": "110"},
+            "zones": ["zone-a", "zone-b", "zone-c"],
+        },
+        {
+            "namePrefix": "large-",
+            "count": 2,
+            "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"},
+            "zones": ["zone-a", "zone-b"],
+        },
+        {
+            "namePrefix": "gpu-",
+            "count": 2,
+            "capacity": {"cpu": "16", "memory": "64Gi", "pods": "110", "nvidia.com/gpu": "4"},
+            "labels": {"accelerator": "nvidia"},
+            "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}],
+            "zones": ["zone-c"],
+        },
+    ]
+}
+
+
+def deployment(name: str, replicas: int, scheduler_name: str, cpu: str, memory: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "schedulerName": scheduler_name,
+                    "containers": [
+                        {
+                            "name": "app",
+                            "image": "nginx:1.27",
+                            "resources": {"requests": {"cpu": cpu, "memory": memory}},
+                        }
+                    ],
+                },
+            },
+        },
+    }
+
+
+HUGE_POD: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "too-big", "namespace": "default"},
+    "spec": {
+        "schedulerName": SCHEDULER_NAME,
+        "containers": [{"name": "app", "image": "nginx:1.27", "resources": {"requests": {"cpu": "64"}}}],
+    },
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--replicas", type=int, default=12, help="replicas of the sample Deployment")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for placements")
+
+
+def main(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname).1s %(name)s: %(message)s")
+    return asyncio.run(run_demo(args.replicas, args.timeout))
+
+
+async def run_demo(replicas: int, timeout: float) -> int:
+    from scheduler.app import SchedulerApp
+    from scheduler.sim import SimCluster
+
+    async with SimCluster(node_template=NODE_TEMPLATE, kubelet=True) as sim:
+        with tempfile.TemporaryDirectory() as tmp:
+            kubeconfig = sim.write_kubeconfig(Path(tmp) / "kubeconfig")
+            print(f"local API endpoint {sim.url} with {len(sim.store.list('nodes'))} simulated nodes")
+            config = default_config()
+            config.leader_election.leader_elect = False
+            app = SchedulerApp(config, kubeconfig=str(kubeconfig), bind_address="127.0.0.1", port=0)
+            runner = asyncio.create_task(app.run())
+            try:
+                await sim.create("deployments", deployment("web", replicas, SCHEDULER_NAME, "500m", "512Mi"))
+                await sim.create("deployments", deployment("legacy", 2, "default-scheduler", "100m", "64Mi"))
+                await sim.create("pods", HUGE_POD)
+                ok = await _wait_for_placements(sim, replicas, timeout)
+                _report(sim)
+            finally:
+                app.shutting_down.set()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await runner
+    return 0 if ok else 1
+
+
+def _app_pods(sim: Any, app: str) -> list[dict[str, Any]]:
+    return [
+        p
+        for p in sim.store.list("pods", namespace="default")
+        if p["metadata"].get("labels", {}).get("app") == app
+    ]
+
+
+def _failed_condition(pod: dict[str, Any] | None) -> dict[str, Any] | None:
+    for condition in ((pod or {}).get("status") or {}).get("conditions") or ():
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+            return condition
+    return None
+
+
+async def _wait_for_placements(sim: Any, replicas: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        web = _app_pods(sim, "web")
+        running = [p for p in web if (p.get("status") or {}).get("phase") == "Running"]
+        huge = sim.store.get("pods", "default", "too-big")
+        if len(running) == replicas and _failed_condition(huge) is not None:
+            return True
+        await asyncio.sleep(0.2)
+    print("timed out waiting for the placements", file=sys.stderr)
+    return False
+
+
+def _report(sim: Any) -> None:
+    zones = {
+        n["metadata"]["name"]: n["metadata"]["labels"].get("topology.kubernetes.io/zone", "")
+        for n in sim.store.list("nodes")
+    }
+    print("\nPOD                          NODE         ZONE     PHASE    SCHEDULER")
+    for app in ("web", "legacy"):
+        for pod in sorted(_app_pods(sim, app), key=lambda p: p["metadata"]["name"]):
+            node = pod["spec"].get("nodeName") or "<pending>"
+            print(
+                f"{pod['metadata']['name']:<28} {node:<12} {zones.get(node, ''):<8} "
+                f"{(pod.get('status') or {}).get('phase', ''):<8} {pod['spec'].get('schedulerName')}"
+            )
+    huge = sim.store.get("pods", "default", "too-big")
+    condition = _failed_condition(huge)
+    print("\npod default/too-big is pending:")
+    print(
+        f"  {condition['reason']}: {condition['message']}"
+        if condition
+        else "  (no PodScheduled condition yet)"
+    )
