@@ -5,11 +5,13 @@ from __future__ import annotations
 from scheduler.framework import PluginFactory
 from scheduler.plugins.defaultbinder import DefaultBinder
 from scheduler.plugins.imagelocality import ImageLocality
+from scheduler.plugins.interpodaffinity import InterPodAffinity
 from scheduler.plugins.nodeaffinity import NodeAffinity
 from scheduler.plugins.nodename import NodeName
 from scheduler.plugins.nodeports import NodePorts
 from scheduler.plugins.noderesources import BalancedAllocation, Fit
 from scheduler.plugins.nodeunschedulable import NodeUnschedulable
+from scheduler.plugins.podtopologyspread import PodTopologySpread
 from scheduler.plugins.queuesort import PrioritySort
 from scheduler.plugins.schedulinggates import SchedulingGates
 from scheduler.plugins.tainttoleration import TaintToleration
@@ -26,6 +28,8 @@ def in_tree_registry() -> dict[str, PluginFactory]:
         NodeAffinity,
         NodePorts,
         Fit,
+        PodTopologySpread,
+        InterPodAffinity,
         BalancedAllocation,
         ImageLocality,
         DefaultBinder,

@@ -1,0 +1,219 @@
+"""InterPodAffinity: required and preferred pod affinity / anti-affinity, in both directions.
+
+Namespace labels (for ``namespaceSelector``) come from ``handle.namespace_labels(ns)`` when the
+handle offers it. Without it, a namespace is known only by the ``kubernetes.io/metadata.name``
+label the API server puts on every namespace: selectors on namespace names work, selectors on
+other namespace labels match nothing, and ``{}`` still matches every namespace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from scheduler.api import Node, Pod, SelectorError
+from scheduler.framework import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    CycleState,
+    Handle,
+    NodeInfo,
+    NodeLister,
+    PreFilterResult,
+    QueueingHint,
+    Status,
+)
+from scheduler.framework.interface import NODE, POD
+from scheduler.plugins import names
+from scheduler.plugins.interpodaffinity.filtering import PreFilterState, check_node, compute_pre_filter_state
+from scheduler.plugins.interpodaffinity.scoring import (
+    TopologyScores,
+    compute_topology_scores,
+    normalize,
+    score_node,
+)
+from scheduler.plugins.interpodaffinity.terms import (
+    NAMESPACE_NAME_LABEL,
+    TermsCache,
+    matches_all,
+    parse_pod_terms,
+)
+
+_PRE_FILTER_KEY = "PreFilter" + names.INTER_POD_AFFINITY
+_PRE_SCORE_KEY = "PreScore" + names.INTER_POD_AFFINITY
+
+
+class _NamespaceLabels:
+    """Namespace labels memoised for one cycle (a namespace's labels do not change mid-cycle)."""
+
+    __slots__ = ("_lookup", "_memo")
+
+    def __init__(self, handle: Handle | None) -> None:
+        self._lookup = getattr(handle, "namespace_labels", None)
+        self._memo: dict[str, Mapping[str, str]] = {}
+
+    def __call__(self, namespace: str) -> Mapping[str, str]:
+        found = self._memo.get(namespace)
+        if found is None:
+            labels = self._lookup(namespace) if callable(self._lookup) else None
+            found = labels if labels is not None else {NAMESPACE_NAME_LABEL: namespace}
+            self._memo[namespace] = found
+        return found
+
+
+class InterPodAffinity:
+    name: ClassVar[str] = names.INTER_POD_AFFINITY
+
+    __slots__ = ("_handle", "_hard_weight", "_ignore_existing_preferred", "_terms")
+
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
+        self._hard_weight = int(getattr(args, "hard_pod_affinity_weight", 1))
+        self._ignore_existing_preferred = bool(
+            getattr(args, "ignore_preferred_terms_of_existing_pods", False)
+        )
+        if not 0 <= self._hard_weight <= 100:
+            raise ValueError("InterPodAffinityArgs.hardPodAffinityWeight: must be in the range 0-100")
+        self._handle = handle
+        self._terms = TermsCache()
+
+    # ------------------------------------------------------------------ events
+
+    def events_to_register(self) -> Iterable[ClusterEventWithHint]:
+        pod_actions = ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE
+        return (
+            ClusterEventWithHint(ClusterEvent(POD, pod_actions), self._after_pod_change),
+            ClusterEventWithHint(
+                ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL), self._after_node_change
+            ),
+        )
+
+    def _after_pod_change(self, pod: Pod, old: Pod | None, new: Pod | None) -> QueueingHint:
+        if (new is not None and not new.node_name) or (old is not None and not old.node_name):
+            return QueueingHint.SKIP  # only assigned pods take part in (anti-)affinity
+        try:
+            terms = parse_pod_terms(pod)
+        except SelectorError:
+            return QueueingHint.QUEUE
+        ns_labels = _NamespaceLabels(self._handle)
+
+        def all_affinity(p: Pod) -> bool:
+            return matches_all(terms.required_affinity, p, ns_labels(p.namespace))
+
+        def all_anti(p: Pod) -> bool:
+            return matches_all(terms.required_anti_affinity, p, ns_labels(p.namespace))
+
+        if old is not None and new is not None:
+            if not all_affinity(old) and all_affinity(new):
+                return QueueingHint.QUEUE
+            return QueueingHint.QUEUE if all_anti(old) and not all_anti(new) else QueueingHint.SKIP
+        if new is not None:
+            return QueueingHint.QUEUE if all_affinity(new) else QueueingHint.SKIP
+        if old is not None and all_anti(old):
+            return QueueingHint.QUEUE
+        return QueueingHint.SKIP
+
+    def _after_node_change(self, pod: Pod, old: Node | None, new: Node | None) -> QueueingHint:
+        if new is None:
+            return QueueingHint.SKIP
+        try:
+            terms = parse_pod_terms(pod)
+        except SelectorError:
+            return QueueingHint.QUEUE
+        for t in (*terms.required_affinity, *terms.required_anti_affinity):
+            if t.topology_key in new.labels:
+                return QueueingHint.QUEUE
+        return QueueingHint.SKIP
+
+    # ------------------------------------------------------------------ filter
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: NodeLister
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        try:
+            terms = parse_pod_terms(pod)
+        except SelectorError as exc:
+            return None, Status.unresolvable(f"parsing pod: {exc}")
+        try:
+            computed = compute_pre_filter_state(
+                pod,
+                terms,
+                _NamespaceLabels(self._handle),
+                self._terms.terms,
+                nodes.node_infos(),
+                nodes.have_pods_with_required_anti_affinity(),
+            )
+        except SelectorError as exc:  # an existing pod's invalid term
+            return None, Status.from_error(exc)
+        if (
+            not computed.existing_anti_affinity
+            and not terms.required_affinity
+            and not terms.required_anti_affinity
+        ):
+            return None, Status.skip()
+        state.write(_PRE_FILTER_KEY, computed)
+        return None, None
+
+    def _pre_filter_state(self, state: CycleState) -> PreFilterState:
+        found = state.get(_PRE_FILTER_KEY)
+        if found is None:
+            raise KeyError(f"reading {_PRE_FILTER_KEY!r} from cycleState: not found")
+        return found
+
+    def _update(self, state: CycleState, other: Pod, node_info: NodeInfo, delta: int) -> Status | None:
+        found = state.get(_PRE_FILTER_KEY)
+        if found is None:  # PreFilter skipped: nothing to keep up to date
+            return None
+        ns_labels = _NamespaceLabels(self._handle)(other.namespace)
+        found.update_with_pod(other, self._terms.terms(other), ns_labels, node_info.node, delta)
+        return None
+
+    def add_pod(self, state: CycleState, pod: Pod, pod_to_add: Pod, node_info: NodeInfo) -> Status | None:
+        return self._update(state, pod_to_add, node_info, 1)
+
+    def remove_pod(
+        self, state: CycleState, pod: Pod, pod_to_remove: Pod, node_info: NodeInfo
+    ) -> Status | None:
+        return self._update(state, pod_to_remove, node_info, -1)
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        return check_node(self._pre_filter_state(state), node_info.node)
+
+    # ------------------------------------------------------------------ score
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
+        if not nodes:
+            return Status.skip()
+        try:
+            terms = parse_pod_terms(pod)
+        except SelectorError as exc:
+            return Status.from_error(exc)
+        if self._ignore_existing_preferred and not terms.has_preferred:
+            return Status.skip()
+        snapshot = self._handle.snapshot if self._handle is not None else None
+        if snapshot is None:
+            candidates: Sequence[NodeInfo] = nodes
+        else:
+            candidates = snapshot.node_infos() if terms.has_preferred else snapshot.have_pods_with_affinity()
+        try:
+            scores = compute_topology_scores(
+                pod, terms, _NamespaceLabels(self._handle), self._terms.terms, candidates, self._hard_weight
+            )
+        except SelectorError as exc:
+            return Status.from_error(exc)
+        if not scores:
+            return Status.skip()
+        state.write(_PRE_SCORE_KEY, scores)
+        return None
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
+        scores: TopologyScores | None = state.get(_PRE_SCORE_KEY)
+        if scores is None:
+            raise KeyError(f"reading {_PRE_SCORE_KEY!r} from cycleState: not found")
+        return score_node(scores, node_info.node)
+
+    def normalize_scores(self, state: CycleState, pod: Pod, scores: np.ndarray) -> None:
+        if state.get(_PRE_SCORE_KEY):
+            normalize(scores)

@@ -1,0 +1,219 @@
+"""PodTopologySpread: spread a workload's pods evenly over topology domains (zones, hosts, ...).
+
+DoNotSchedule constraints filter (PreFilter counts, Filter checks skew); ScheduleAnyway
+constraints score (PreScore counts, Score weighs, NormalizeScore inverts). A pod without
+constraints of its own gets the profile's default constraints, whose selector is derived from
+the workloads (Services, ReplicaSets, ...) selecting the pod; that derivation needs the handle to
+offer ``workload_selectors(pod) -> LabelSelector | None``, without it there are no defaults.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from scheduler.api import LabelSelector, Node, Pod, SelectorError
+from scheduler.framework import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    CycleState,
+    Handle,
+    NodeInfo,
+    NodeLister,
+    PreFilterResult,
+    QueueingHint,
+    Status,
+)
+from scheduler.framework.interface import NODE, POD
+from scheduler.plugins import names
+from scheduler.plugins.podtopologyspread.common import (
+    DO_NOT_SCHEDULE,
+    SCHEDULE_ANYWAY,
+    SYSTEM_DEFAULT_CONSTRAINTS,
+    SpreadConstraint,
+    node_has_all_keys,
+    parse_constraints,
+    selector_matches,
+)
+from scheduler.plugins.podtopologyspread.filtering import (
+    PreFilterState,
+    check_node,
+    compute_pre_filter_state,
+)
+from scheduler.plugins.podtopologyspread.scoring import (
+    PreScoreState,
+    compute_pre_score_state,
+    normalize,
+    score_node,
+)
+
+SYSTEM_DEFAULTING = "System"
+LIST_DEFAULTING = "List"
+
+_PRE_FILTER_KEY = "PreFilter" + names.POD_TOPOLOGY_SPREAD
+_PRE_SCORE_KEY = "PreScore" + names.POD_TOPOLOGY_SPREAD
+
+
+class PodTopologySpread:
+    name: ClassVar[str] = names.POD_TOPOLOGY_SPREAD
+
+    __slots__ = ("_default_constraints", "_handle", "_system_defaulted")
+
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
+        defaulting = getattr(args, "defaulting_type", SYSTEM_DEFAULTING) or SYSTEM_DEFAULTING
+        self._system_defaulted = defaulting == SYSTEM_DEFAULTING
+        self._default_constraints: tuple[Mapping[str, Any], ...] = (
+            SYSTEM_DEFAULT_CONSTRAINTS
+            if self._system_defaulted
+            else tuple(getattr(args, "default_constraints", None) or ())
+        )
+        self._handle = handle
+
+    # ------------------------------------------------------------------ constraints
+
+    def _constraints(self, pod: Pod, action: str) -> list[SpreadConstraint]:
+        """The pod's own constraints for ``action``, else the defaults with the workload's selector."""
+        if pod.topology_spread_constraints:
+            return parse_constraints(pod.topology_spread_constraints, pod.labels, action)
+        if not self._default_constraints:
+            return []
+        constraints = parse_constraints(self._default_constraints, pod.labels, action)
+        if not constraints:
+            return []
+        selector = self._workload_selector(pod)
+        if selector is None or selector.is_empty:
+            return []
+        return [c.with_selector(selector) for c in constraints]
+
+    def _workload_selector(self, pod: Pod) -> LabelSelector | None:
+        lookup = getattr(self._handle, "workload_selectors", None)
+        return lookup(pod) if callable(lookup) else None
+
+    # ------------------------------------------------------------------ events
+
+    def events_to_register(self) -> Iterable[ClusterEventWithHint]:
+        pod_actions = ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.UPDATE_POD_TOLERATIONS
+        node_actions = (
+            ActionType.ADD | ActionType.DELETE | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT
+        )
+        return (
+            ClusterEventWithHint(ClusterEvent(POD, pod_actions | ActionType.DELETE), self._after_pod_change),
+            ClusterEventWithHint(ClusterEvent(NODE, node_actions), self._after_node_change),
+        )
+
+    def _after_pod_change(self, pod: Pod, old: Pod | None, new: Pod | None) -> QueueingHint:
+        for changed in (old, new):
+            involved = (
+                changed is None
+                or changed.uid == pod.uid
+                or (bool(changed.node_name) and changed.namespace == pod.namespace)
+            )
+            if not involved:
+                return QueueingHint.SKIP
+        try:
+            constraints = self._constraints(pod, DO_NOT_SCHEDULE)
+        except SelectorError:
+            return QueueingHint.QUEUE
+        if old is not None and new is not None:
+            if (
+                pod.uid == new.uid
+                and old.tolerations != new.tolerations
+                and any(c.honor_node_taints for c in constraints)
+            ):
+                return QueueingHint.QUEUE
+            if dict(old.labels) == dict(new.labels):
+                return QueueingHint.SKIP
+            flipped = any(
+                selector_matches(c.selector, old.labels) != selector_matches(c.selector, new.labels)
+                for c in constraints
+            )
+            return QueueingHint.QUEUE if flipped else QueueingHint.SKIP
+        changed = new if new is not None else old
+        if changed is not None and any(selector_matches(c.selector, changed.labels) for c in constraints):
+            return QueueingHint.QUEUE
+        return QueueingHint.SKIP
+
+    def _after_node_change(self, pod: Pod, old: Node | None, new: Node | None) -> QueueingHint:
+        try:
+            constraints = self._constraints(pod, DO_NOT_SCHEDULE)
+        except SelectorError:
+            return QueueingHint.QUEUE
+        old_ok = old is not None and node_has_all_keys(old.labels, constraints)
+        new_ok = new is not None and node_has_all_keys(new.labels, constraints)
+        if old is not None and new is not None:
+            if old_ok != new_ok:
+                return QueueingHint.QUEUE
+            moved = any(old.labels.get(c.topology_key) != new.labels.get(c.topology_key) for c in constraints)
+            if new_ok and (moved or old.taints != new.taints):
+                return QueueingHint.QUEUE
+            return QueueingHint.SKIP
+        return QueueingHint.QUEUE if (old_ok or new_ok) else QueueingHint.SKIP
+
+    # ------------------------------------------------------------------ filter
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: NodeLister
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        try:
+            constraints = self._constraints(pod, DO_NOT_SCHEDULE)
+        except SelectorError as exc:
+            return None, Status.from_error(exc)
+        if not constraints:
+            return None, Status.skip()
+        state.write(_PRE_FILTER_KEY, compute_pre_filter_state(pod, constraints, nodes.node_infos()))
+        return None, None
+
+    def _pre_filter_state(self, state: CycleState) -> PreFilterState:
+        found = state.get(_PRE_FILTER_KEY)
+        if found is None:
+            raise KeyError(f"reading {_PRE_FILTER_KEY!r} from cycleState: not found")
+        return found
+
+    def add_pod(self, state: CycleState, pod: Pod, pod_to_add: Pod, node_info: NodeInfo) -> Status | None:
+        found: PreFilterState | None = state.get(_PRE_FILTER_KEY)
+        if found is not None:  # None: PreFilter skipped, nothing to keep up to date
+            found.update_with_pod(pod_to_add, node_info.node, 1)
+        return None
+
+    def remove_pod(
+        self, state: CycleState, pod: Pod, pod_to_remove: Pod, node_info: NodeInfo
+    ) -> Status | None:
+        found: PreFilterState | None = state.get(_PRE_FILTER_KEY)
+        if found is not None:
+            found.update_with_pod(pod_to_remove, node_info.node, -1)
+        return None
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        return check_node(self._pre_filter_state(state), pod, node_info.node)
+
+    # ------------------------------------------------------------------ score
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
+        all_nodes = self._handle.snapshot.node_infos() if self._handle is not None else nodes
+        if not nodes or not all_nodes:
+            return Status.skip()
+        try:
+            constraints = self._constraints(pod, SCHEDULE_ANYWAY)
+        except SelectorError as exc:
+            return Status.from_error(exc)
+        if not constraints:
+            return Status.skip()
+        # System defaults spread over hosts even on nodes without a zone label.
+        require_all = bool(pod.topology_spread_constraints) or not self._system_defaulted
+        state.write(_PRE_SCORE_KEY, compute_pre_score_state(pod, constraints, nodes, all_nodes, require_all))
+        return None
+
+    def _pre_score_state(self, state: CycleState) -> PreScoreState:
+        found = state.get(_PRE_SCORE_KEY)
+        if found is None:
+            raise KeyError(f"reading {_PRE_SCORE_KEY!r} from cycleState: not found")
+        return found
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
+        return score_node(self._pre_score_state(state), pod, node_info)
+
+    def normalize_scores(self, state: CycleState, pod: Pod, scores: np.ndarray) -> None:
+        normalize(self._pre_score_state(state), scores)

@@ -1,0 +1,468 @@
+"""PodTopologySpread: skew filtering, spread scoring, defaults, preemption updates and queueing hints."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+from builders import FakeHandle, make_node, pod_dict, table_of
+
+from scheduler.api import LabelSelector, Pod
+from scheduler.config.args import PodTopologySpreadArgs
+from scheduler.framework import Code, CycleState, QueueingHint, Status
+from scheduler.plugins.podtopologyspread import (
+    ERR_REASON_CONSTRAINTS_NOT_MATCH,
+    ERR_REASON_NODE_LABEL_NOT_MATCH,
+    PodTopologySpread,
+)
+
+ZONE = "topology.kubernetes.io/zone"
+HOST = "kubernetes.io/hostname"
+FOO = {"matchExpressions": [{"key": "foo", "operator": "Exists"}]}
+OK = None
+SKEW = "skew"
+LABEL = "label"
+
+
+def spread(
+    key: str = ZONE,
+    max_skew: int = 1,
+    when: str = "DoNotSchedule",
+    selector: Mapping[str, Any] | None = FOO,
+    **extra: Any,
+) -> dict[str, Any]:
+    c: dict[str, Any] = {"maxSkew": max_skew, "topologyKey": key, "whenUnsatisfiable": when}
+    if selector is not None:
+        c["labelSelector"] = selector
+    c.update(extra)
+    return c
+
+
+def pod(
+    name: str,
+    node: str = "",
+    labels: Mapping[str, str] | None = None,
+    constraints: Sequence[Mapping[str, Any]] = (),
+    **kwargs: Any,
+) -> Pod:
+    d = pod_dict(name, node_name=node, labels={"foo": ""} if labels is None else labels, **kwargs)
+    if constraints:
+        d["spec"]["topologySpreadConstraints"] = [dict(c) for c in constraints]
+    return Pod.from_dict(d)
+
+
+def four_nodes(**taints: Any) -> list:
+    """node-a, node-b in zone1; node-x, node-y in zone2."""
+    zones = {"node-a": "zone1", "node-b": "zone1", "node-x": "zone2", "node-y": "zone2"}
+    return [make_node(n, labels={ZONE: z}, taints=taints.get(n, ())) for n, z in zones.items()]
+
+
+def run_filter(plugin: PodTopologySpread, handle: FakeHandle, incoming: Pod) -> tuple[Status | None, list]:
+    state = CycleState()
+    _, status = plugin.pre_filter(state, incoming, handle.snapshot)
+    if status is not None:
+        return status, []
+    return None, [plugin.filter(state, incoming, info) for info in handle.snapshot.node_infos()]
+
+
+def verdict(status: Status | None) -> str | None:
+    if status is None:
+        return OK
+    if status.reasons == (ERR_REASON_NODE_LABEL_NOT_MATCH,):
+        assert status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        return LABEL
+    assert status.reasons == (ERR_REASON_CONSTRAINTS_NOT_MATCH,)
+    assert status.code == Code.UNSCHEDULABLE
+    return SKEW
+
+
+FILTER_CASES = [
+    pytest.param(
+        pod("in", constraints=[spread()]),
+        four_nodes(),
+        [],
+        [OK, OK, OK, OK],
+        id="with no existing pods every node fits",
+    ),
+    pytest.param(
+        pod("in", constraints=[spread()]),
+        four_nodes(),
+        [pod("p-a1", "node-a"), pod("p-b1", "node-b"), pod("p-x1", "node-x")],
+        [SKEW, SKEW, OK, OK],
+        id="a zone already one ahead rejects the next matching pod",
+    ),
+    pytest.param(
+        pod("in", labels={}, constraints=[spread()]),
+        four_nodes(),
+        [pod("p-a1", "node-a"), pod("p-b1", "node-b"), pod("p-x1", "node-x")],
+        [OK, OK, OK, OK],
+        id="an incoming pod that does not match its own selector adds no skew",
+    ),
+    pytest.param(
+        pod("in", constraints=[spread()]),
+        four_nodes(),
+        [pod("p-a1", "node-a", namespace="other"), pod("p-b1", "node-b", namespace="other")],
+        [OK, OK, OK, OK],
+        id="pods in other namespaces are not counted",
+    ),
+    pytest.param(
+        pod("in", constraints=[spread()]),
+        [*four_nodes()[:2], make_node("node-x")],
+        [pod("p-a1", "node-a")],
+        [OK, OK, LABEL],
+        id="a node without the topology key is unresolvable while a lone zone is its own minimum",
+    ),
+    pytest.param(
+        pod("in", constraints=[spread(minDomains=3)]),
+        four_nodes(),
+        [pod("p-a1", "node-a"), pod("p-x1", "node-x")],
+        [SKEW, SKEW, SKEW, SKEW],
+        id="fewer domains than minDomains make the global minimum zero",
+    ),
+    pytest.param(
+        pod("in", constraints=[spread(minDomains=2)]),
+        four_nodes(),
+        [pod("p-a1", "node-a"), pod("p-x1", "node-x")],
+        [OK, OK, OK, OK],
+        id="enough domains for minDomains keep the real global minimum",
+    ),
+    pytest.param(
+        pod("in", constraints=[spread()], node_selector={ZONE: "zone1"}),
+        four_nodes(),
+        [pod("p-a1", "node-a"), pod("p-b1", "node-b")],
+        [OK, OK, OK, OK],
+        id="nodes outside the pod's node affinity are not domains under the default Honor policy",
+    ),
+    pytest.param(
+        pod("in", constraints=[spread(nodeAffinityPolicy="Ignore")], node_selector={ZONE: "zone1"}),
+        four_nodes(),
+        [pod("p-a1", "node-a"), pod("p-b1", "node-b")],
+        [SKEW, SKEW, OK, OK],
+        id="nodeAffinityPolicy Ignore counts every node's domain",
+    ),
+    pytest.param(
+        pod("in", constraints=[spread()]),
+        four_nodes(
+            **{"node-x": [("dedicated", "x", "NoSchedule")], "node-y": [("dedicated", "x", "NoSchedule")]}
+        ),
+        [pod("p-a1", "node-a"), pod("p-b1", "node-b")],
+        [SKEW, SKEW, OK, OK],
+        id="tainted nodes still count under the default nodeTaintsPolicy Ignore",
+    ),
+    pytest.param(
+        pod("in", constraints=[spread(nodeTaintsPolicy="Honor")]),
+        four_nodes(
+            **{"node-x": [("dedicated", "x", "NoSchedule")], "node-y": [("dedicated", "x", "NoSchedule")]}
+        ),
+        [pod("p-a1", "node-a"), pod("p-b1", "node-b")],
+        [OK, OK, OK, OK],
+        id="nodeTaintsPolicy Honor drops domains of untolerated tainted nodes",
+    ),
+    pytest.param(
+        pod("in", labels={"foo": "", "rev": "2"}, constraints=[spread(matchLabelKeys=["rev"])]),
+        four_nodes(),
+        [
+            pod("p-a1", "node-a", labels={"foo": "", "rev": "1"}),
+            pod("p-b1", "node-b", labels={"foo": "", "rev": "1"}),
+        ],
+        [OK, OK, OK, OK],
+        id="matchLabelKeys restrict counting to pods with the same label value",
+    ),
+    pytest.param(
+        pod("in", labels={"foo": "", "rev": "1"}, constraints=[spread(matchLabelKeys=["rev"])]),
+        four_nodes(),
+        [
+            pod("p-a1", "node-a", labels={"foo": "", "rev": "1"}),
+            pod("p-b1", "node-b", labels={"foo": "", "rev": "1"}),
+        ],
+        [SKEW, SKEW, OK, OK],
+        id="matchLabelKeys still count pods of the same revision",
+    ),
+    pytest.param(
+        pod("in", constraints=[spread(), spread(HOST)]),
+        four_nodes(),
+        [pod("p-a1", "node-a"), pod("p-x1", "node-x"), pod("p-x2", "node-y")],
+        [SKEW, OK, SKEW, SKEW],
+        id="every constraint must hold: zone and hostname together",
+    ),
+    pytest.param(
+        pod("in", constraints=[spread(max_skew=2)]),
+        four_nodes(),
+        [pod("p-a1", "node-a"), pod("p-b1", "node-b")],
+        [SKEW, SKEW, OK, OK],
+        id="maxSkew bounds the difference to the emptiest domain",
+    ),
+]
+
+
+@pytest.mark.parametrize(("incoming", "nodes", "pods", "expected"), FILTER_CASES)
+def test_filter_verdict_per_node(incoming: Pod, nodes: list, pods: list, expected: list) -> None:
+    handle = FakeHandle(table_of(nodes, pods, capacity=8))
+    status, verdicts = run_filter(PodTopologySpread(None, handle), handle, incoming)
+    assert status is None
+    assert [verdict(v) for v in verdicts] == expected
+
+
+def test_terminating_pods_are_not_counted() -> None:
+    terminating = pod_dict("p-a1", node_name="node-a", labels={"foo": ""})
+    terminating["metadata"]["deletionTimestamp"] = "2025-01-01T00:00:00Z"
+    handle = FakeHandle(table_of(four_nodes(), [terminating, pod("p-b1", "node-b")]))
+    _, verdicts = run_filter(PodTopologySpread(None, handle), handle, pod("in", constraints=[spread()]))
+    # zone1 counts 1 (not 2): 1 + 1 - 0 > 1 still rejects zone1, zone2 passes
+    assert [verdict(v) for v in verdicts] == [SKEW, SKEW, OK, OK]
+
+
+def test_pod_without_constraints_skips_the_filter() -> None:
+    handle = FakeHandle(table_of(four_nodes()))
+    status, _ = run_filter(PodTopologySpread(None, handle), handle, pod("in"))
+    assert status is not None and status.is_skip
+
+
+def test_schedule_anyway_constraints_do_not_filter() -> None:
+    handle = FakeHandle(table_of(four_nodes(), [pod("p-a1", "node-a"), pod("p-b1", "node-b")]))
+    status, _ = run_filter(
+        PodTopologySpread(None, handle), handle, pod("in", constraints=[spread(when="ScheduleAnyway")])
+    )
+    assert status is not None and status.is_skip
+
+
+def test_invalid_selector_is_an_error() -> None:
+    bad = spread(selector={"matchExpressions": [{"key": "foo", "operator": "In"}]})
+    handle = FakeHandle(table_of(four_nodes()))
+    status, _ = run_filter(PodTopologySpread(None, handle), handle, pod("in", constraints=[bad]))
+    assert status is not None and status.code == Code.ERROR
+
+
+def test_add_and_remove_pod_update_counts_for_preemption() -> None:
+    victims = [pod("p-a1", "node-a"), pod("p-b1", "node-b"), pod("p-x1", "node-x")]
+    handle = FakeHandle(table_of(four_nodes(), victims))
+    plugin = PodTopologySpread(None, handle)
+    incoming = pod("in", constraints=[spread()])
+    state = CycleState()
+    plugin.pre_filter(state, incoming, handle.snapshot)
+    node_a = handle.snapshot.get("node-a")
+    assert verdict(plugin.filter(state, incoming, node_a)) == SKEW
+
+    what_if = state.clone()
+    assert plugin.remove_pod(what_if, incoming, victims[0], node_a) is None
+    assert plugin.filter(what_if, incoming, node_a) is None
+    assert verdict(plugin.filter(state, incoming, node_a)) == SKEW  # the original is untouched
+
+    plugin.add_pod(what_if, incoming, pod("new", "node-y"), handle.snapshot.get("node-y"))
+    plugin.add_pod(what_if, incoming, pod("new2", "node-y"), handle.snapshot.get("node-y"))
+    # zone1 = 1, zone2 = 3: zone2 is now the crowded one
+    assert plugin.filter(what_if, incoming, node_a) is None
+    assert verdict(plugin.filter(what_if, incoming, handle.snapshot.get("node-x"))) == SKEW
+
+
+# ---------------------------------------------------------------------------- scoring
+
+
+def run_score(plugin: PodTopologySpread, handle: FakeHandle, incoming: Pod) -> tuple[list[int], list[int]]:
+    state = CycleState()
+    infos = list(handle.snapshot.node_infos())
+    status = plugin.pre_score(state, incoming, infos)
+    assert status is None
+    raw = [plugin.score(state, incoming, info) for info in infos]
+    normalized = np.array(raw, dtype=np.int64)
+    plugin.normalize_scores(state, incoming, normalized)
+    return raw, normalized.tolist()
+
+
+SCORE_CASES = [
+    pytest.param(
+        [spread(when="ScheduleAnyway")],
+        four_nodes(),
+        [pod("p-a1", "node-a"), pod("p-a2", "node-a"), pod("p-b1", "node-b"), pod("p-x1", "node-x")],
+        [4, 4, 1, 1],
+        [25, 25, 100, 100],
+        id="zone counts are weighted by log(number of zones + 2)",
+    ),
+    pytest.param(
+        [spread(HOST, when="ScheduleAnyway")],
+        [make_node("a"), make_node("b"), make_node("c")],
+        [pod("p-a1", "a"), pod("p-a2", "a"), pod("p-b1", "b")],
+        [3, 2, 0],
+        [0, 33, 100],
+        id="hostname counts are read from each node",
+    ),
+    pytest.param(
+        [spread(HOST, max_skew=2, when="ScheduleAnyway")],
+        [make_node("a"), make_node("b"), make_node("c")],
+        [pod("p-a1", "a"), pod("p-a2", "a"), pod("p-b1", "b")],
+        [4, 3, 1],
+        [25, 50, 100],
+        id="a larger maxSkew adds maxSkew - 1 to every score",
+    ),
+    pytest.param(
+        [spread(when="ScheduleAnyway")],
+        [*four_nodes()[:2], make_node("node-z")],
+        [pod("p-a1", "node-a")],
+        [1, 1, 0],
+        [100, 100, 0],
+        id="a node missing the topology key is ignored and normalised to zero",
+    ),
+    pytest.param(
+        [spread(when="ScheduleAnyway")],
+        four_nodes(),
+        [],
+        [0, 0, 0, 0],
+        [100, 100, 100, 100],
+        id="all-zero scores normalise to the maximum",
+    ),
+]
+
+
+@pytest.mark.parametrize(("constraints", "nodes", "pods", "raw", "normalized"), SCORE_CASES)
+def test_score_raw_and_normalized(
+    constraints: list, nodes: list, pods: list, raw: list, normalized: list
+) -> None:
+    handle = FakeHandle(table_of(nodes, pods, capacity=8))
+    got_raw, got_normalized = run_score(
+        PodTopologySpread(None, handle), handle, pod("in", constraints=constraints)
+    )
+    assert got_raw == raw
+    assert got_normalized == normalized
+
+
+def test_pre_score_skips_without_soft_constraints() -> None:
+    handle = FakeHandle(table_of(four_nodes()))
+    plugin = PodTopologySpread(None, handle)
+    status = plugin.pre_score(
+        CycleState(), pod("in", constraints=[spread()]), list(handle.snapshot.node_infos())
+    )
+    assert status is not None and status.is_skip
+
+
+# ---------------------------------------------------------------------------- defaults
+
+
+class WorkloadHandle(FakeHandle):
+    """A handle that knows the selector of the workload owning each pod (by its ``app`` label)."""
+
+    def workload_selectors(self, pod: Pod) -> LabelSelector | None:
+        app = pod.labels.get("app")
+        return LabelSelector.parse({"matchLabels": {"app": app}}) if app else None
+
+
+def test_system_defaults_need_a_workload_selector() -> None:
+    handle = FakeHandle(table_of(four_nodes(), [pod("p-a1", "node-a", labels={"app": "web"})]))
+    plugin = PodTopologySpread(None, handle)
+    status = plugin.pre_score(
+        CycleState(), pod("in", labels={"app": "web"}), list(handle.snapshot.node_infos())
+    )
+    assert status is not None and status.is_skip
+
+
+def test_system_defaults_spread_a_workload_softly_even_over_nodes_without_zone() -> None:
+    nodes = [make_node("a", labels={ZONE: "z1"}), make_node("b", labels={ZONE: "z2"}), make_node("c")]
+    pods = [pod("p1", "a", labels={"app": "web"}), pod("p2", "a", labels={"app": "web"})]
+    handle = WorkloadHandle(table_of(nodes, pods))
+    plugin = PodTopologySpread(PodTopologySpreadArgs(), handle)
+    incoming = pod("in", labels={"app": "web"})
+    status, _ = run_filter(plugin, handle, incoming)
+    assert status is not None and status.is_skip  # system defaults are ScheduleAnyway only
+    raw, normalized = run_score(plugin, handle, incoming)
+    # zone domains {z1: 2, z2: 0, "": 0} weigh log(5), 3 hosts weigh log(5) too, maxSkew 3 and 5 add 2
+    # and 4; node c has no zone label, so only its host term counts
+    assert raw == [12, 6, 2]
+    assert normalized == [16, 66, 100]
+
+
+def test_list_defaults_apply_hard_constraints_with_the_workload_selector() -> None:
+    args = PodTopologySpreadArgs(
+        default_constraints=[{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule"}],
+        defaulting_type="List",
+    )
+    pods = [pod("p1", "node-a", labels={"app": "web"}), pod("p2", "node-b", labels={"app": "db"})]
+    handle = WorkloadHandle(table_of(four_nodes(), pods))
+    _, verdicts = run_filter(PodTopologySpread(args, handle), handle, pod("in", labels={"app": "web"}))
+    assert [verdict(v) for v in verdicts] == [SKEW, SKEW, OK, OK]
+
+
+def test_pods_with_own_constraints_ignore_the_defaults() -> None:
+    args = PodTopologySpreadArgs(
+        default_constraints=[{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule"}],
+        defaulting_type="List",
+    )
+    handle = WorkloadHandle(table_of(four_nodes(), [pod("p1", "node-a", labels={"app": "web"})]))
+    own = [spread(HOST, selector={"matchLabels": {"app": "web"}})]
+    _, verdicts = run_filter(
+        PodTopologySpread(args, handle), handle, pod("in", labels={"app": "web"}, constraints=own)
+    )
+    assert [verdict(v) for v in verdicts] == [SKEW, OK, OK, OK]
+
+
+# ---------------------------------------------------------------------------- queueing hints
+
+
+def hints(plugin: PodTopologySpread) -> dict[str, Any]:
+    return {h.event.resource: h.hint for h in plugin.events_to_register()}
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        pytest.param(
+            None, pod("p", "node-a"), QueueingHint.QUEUE, id="an assigned matching pod added queues"
+        ),
+        pytest.param(
+            None, pod("p", "node-a", labels={}), QueueingHint.SKIP, id="a non-matching pod added skips"
+        ),
+        pytest.param(None, pod("p"), QueueingHint.SKIP, id="an unassigned pod added skips"),
+        pytest.param(
+            None,
+            pod("p", "node-a", namespace="other"),
+            QueueingHint.SKIP,
+            id="a pod in another namespace skips",
+        ),
+        pytest.param(pod("p", "node-a"), None, QueueingHint.QUEUE, id="a matching pod deleted queues"),
+        pytest.param(
+            pod("p", "node-a", labels={}),
+            pod("p", "node-a"),
+            QueueingHint.QUEUE,
+            id="a label update that starts matching queues",
+        ),
+        pytest.param(
+            pod("p", "node-a", labels={"foo": "", "x": "1"}),
+            pod("p", "node-a", labels={"foo": "", "x": "2"}),
+            QueueingHint.SKIP,
+            id="a label update unrelated to the selector skips",
+        ),
+    ],
+)
+def test_pod_event_hints(old: Pod | None, new: Pod | None, expected: QueueingHint) -> None:
+    plugin = PodTopologySpread(None, FakeHandle())
+    target = pod("in", constraints=[spread()])
+    assert hints(plugin)["Pod"](target, old, new) is expected
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        pytest.param(
+            None, make_node("n", labels={ZONE: "z"}), QueueingHint.QUEUE, id="a node with the key added"
+        ),
+        pytest.param(None, make_node("n"), QueueingHint.SKIP, id="a node without the key added"),
+        pytest.param(
+            make_node("n", labels={ZONE: "z1"}),
+            make_node("n", labels={ZONE: "z2"}),
+            QueueingHint.QUEUE,
+            id="a node moved to another zone",
+        ),
+        pytest.param(
+            make_node("n", labels={ZONE: "z1"}),
+            make_node("n", labels={ZONE: "z1", "x": "y"}),
+            QueueingHint.SKIP,
+            id="an unrelated label change",
+        ),
+        pytest.param(
+            make_node("n", labels={ZONE: "z"}), None, QueueingHint.QUEUE, id="a node with the key deleted"
+        ),
+    ],
+)
+def test_node_event_hints(old: Any, new: Any, expected: QueueingHint) -> None:
+    plugin = PodTopologySpread(None, FakeHandle())
+    assert hints(plugin)["Node"](pod("in", constraints=[spread()]), old, new) is expected
