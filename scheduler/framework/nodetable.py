@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scheduler.api.taints import NO_EXECUTE, NO_SCHEDULE
+from scheduler.api.taints import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE
 from scheduler.framework.types import NodeInfo
 
 # columns of `alloc` and `requested`
@@ -24,7 +24,9 @@ class NodeTable:
     Columns: ``alloc[:, CPU|MEMORY|EPHEMERAL_STORAGE|PODS]`` (CPU in millicores, PODS = allowed
     pod count), ``requested[...]`` with the same columns (PODS = pods on the node), ``non_zero``
     (the scoring requests, CPU and memory), ``unschedulable``, ``has_hard_taints`` (a NoSchedule
-    or NoExecute taint exists) and one pair of columns per extended/scalar resource.
+    or NoExecute taint exists), ``has_soft_taints`` (a PreferNoSchedule taint exists),
+    ``has_images`` (the node reports images) and one pair of columns per extended/scalar resource.
+    The flag columns let per-node loops visit only the nodes where there is something to check.
     """
 
     def __init__(self, capacity: int = 64) -> None:
@@ -36,6 +38,8 @@ class NodeTable:
         self.non_zero = np.zeros((0, 2), dtype=np.int64)
         self.unschedulable = np.zeros(0, dtype=bool)
         self.has_hard_taints = np.zeros(0, dtype=bool)
+        self.has_soft_taints = np.zeros(0, dtype=bool)
+        self.has_images = np.zeros(0, dtype=bool)
         self.scalar_alloc: dict[str, np.ndarray] = {}
         self.scalar_requested: dict[str, np.ndarray] = {}
         self._free: list[int] = []
@@ -55,6 +59,8 @@ class NodeTable:
         self.non_zero = grown(self.non_zero)
         self.unschedulable = grown(self.unschedulable)
         self.has_hard_taints = grown(self.has_hard_taints)
+        self.has_soft_taints = grown(self.has_soft_taints)
+        self.has_images = grown(self.has_images)
         self.scalar_alloc = {name: grown(col) for name, col in self.scalar_alloc.items()}
         self.scalar_requested = {name: grown(col) for name, col in self.scalar_requested.items()}
         self.infos.extend([None] * (capacity - old))
@@ -81,6 +87,8 @@ class NodeTable:
         self.non_zero[slot] = 0
         self.unschedulable[slot] = False
         self.has_hard_taints[slot] = False
+        self.has_soft_taints[slot] = False
+        self.has_images[slot] = False
         for col in (*self.scalar_alloc.values(), *self.scalar_requested.values()):
             col[slot] = 0
         self._free.append(slot)
@@ -96,6 +104,8 @@ class NodeTable:
         self.non_zero[slot] = (info.non_zero_requested.milli_cpu, info.non_zero_requested.memory)
         self.unschedulable[slot] = node.unschedulable
         self.has_hard_taints[slot] = any(t.effect in (NO_SCHEDULE, NO_EXECUTE) for t in node.taints)
+        self.has_soft_taints[slot] = any(t.effect == PREFER_NO_SCHEDULE for t in node.taints)
+        self.has_images[slot] = bool(node.images)
         for name in set(alloc.scalar) | set(req.scalar) | set(self.scalar_alloc):
             alloc_col, req_col = self._scalar_columns(name)
             alloc_col[slot] = alloc.scalar.get(name, 0)

@@ -78,10 +78,8 @@ class ImageLocality:
             return scores
         total = self._total_nodes()
         infos = table.infos
-        for i, slot in enumerate(slots.tolist()):
-            info = infos[slot]
-            if info.image_states:  # type: ignore[union-attr]
-                summed = sum_image_scores(info, images, total)  # type: ignore[arg-type]
-                if summed > MIN_THRESHOLD:
-                    scores[i] = calculate_priority(summed, len(images))
+        for i in np.flatnonzero(table.has_images[slots]).tolist():
+            summed = sum_image_scores(infos[int(slots[i])], images, total)  # type: ignore[arg-type]
+            if summed > MIN_THRESHOLD:
+                scores[i] = calculate_priority(summed, len(images))
         return scores

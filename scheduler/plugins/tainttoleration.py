@@ -149,10 +149,8 @@ class TaintToleration:
         tolerations = self._tolerations_for_score(state, pod)
         infos = table.infos
         scores = np.zeros(len(slots), dtype=np.int64)
-        for i, slot in enumerate(slots.tolist()):
-            taints = infos[slot].node.taints  # type: ignore[union-attr]
-            if taints:
-                scores[i] = self._soft_count(taints, tolerations)
+        for i in np.flatnonzero(table.has_soft_taints[slots]).tolist():
+            scores[i] = self._soft_count(infos[int(slots[i])].node.taints, tolerations)  # type: ignore[union-attr]
         return scores
 
     def normalize_scores(self, state: CycleState, pod: Pod, scores: np.ndarray) -> None:

@@ -360,7 +360,7 @@ class Framework:
 
     def run_scoring(self, state: CycleState, pod: Pod, table: NodeTable, slots: np.ndarray) -> np.ndarray:
         """Weighted total scores of ``slots`` (PreScore, Score, NormalizeScore, weights)."""
-        infos = [table.info(s) for s in slots.tolist()]
+        infos = list(map(table.infos.__getitem__, slots.tolist()))
         for plugin in self.pre_score_plugins:
             status = plugin.pre_score(state, pod, infos)
             if status is not None and status.is_skip:

@@ -200,9 +200,11 @@ class Fit:
         self, state: CycleState, pod: Pod, table: NodeTable, slots: np.ndarray
     ) -> NodeVerdicts | None:
         request = self._request(state, pod)
-        alloc = table.alloc[slots]
-        used = table.requested[slots]
-        flags = [used[:, cols.PODS] + 1 > alloc[:, cols.PODS]]
+        # Whole-column arithmetic on views, then one gather of the boolean result: cheaper than
+        # gathering the int64 rows of every candidate first.
+        alloc = table.alloc
+        used = table.requested
+        flags = [(used[:, cols.PODS] + 1 > alloc[:, cols.PODS])[slots]]
         labels = [REASON_TOO_MANY_PODS]
         unresolvable = np.zeros(len(slots), dtype=bool)
         if not request.is_empty:
@@ -213,10 +215,10 @@ class Fit:
                 (cols.EPHEMERAL_STORAGE, r.ephemeral_storage, _FIXED_REASONS[3]),
             ):
                 if want > 0:
-                    short = want > alloc[:, column] - used[:, column]
+                    short = (want > alloc[:, column] - used[:, column])[slots]
                     flags.append(short)
                     labels.append(label)
-                    unresolvable |= short & (want > alloc[:, column])
+                    unresolvable |= short & (want > alloc[:, column][slots])
             for name, want in request.scalars:
                 alloc_col, used_col = table.scalar(name)
                 have = alloc_col[slots]

@@ -1,0 +1,1 @@
+"""Throughput and latency benchmarks; results are printed, not asserted."""

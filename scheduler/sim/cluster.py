@@ -1,0 +1,127 @@
+"""`SimCluster`: the simulated API server with its nodes, kubelet and controllers, as one object.
+
+Tests use it in-process (`async with SimCluster(...) as sim`), the CLI serves it until a signal.
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import orjson
+import yaml
+from aiohttp import web
+
+from scheduler.sim.api import Api
+from scheduler.sim.controllers import WorkloadControllers
+from scheduler.sim.faults import FaultInjector
+from scheduler.sim.kubelet import SimKubelet
+from scheduler.sim.nodes import build_nodes
+from scheduler.sim.resources import BY_STORE_NAME
+from scheduler.sim.server import SimServer
+from scheduler.sim.store import Store
+
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+CONTEXT = "pyscheduler-sim"
+
+
+class SimCluster:
+    """A local Kubernetes API endpoint on 127.0.0.1 with `nodes` simulated nodes."""
+
+    def __init__(
+        self,
+        nodes: int = 3,
+        kubelet: bool = True,
+        node_template: str | Path | dict[str, Any] | list[Any] | None = None,
+        port: int = 0,
+        *,
+        host: str = "127.0.0.1",
+        kubelet_delay: float = 0.05,
+        bookmark_interval: float = 5.0,
+        history_size: int = 20_000,
+        controllers: bool = True,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.store = Store(history_size=history_size)
+        self.api = Api(self.store)
+        self.faults = FaultInjector(self.store)
+        self.server = SimServer(self.api, self.faults, bookmark_interval=bookmark_interval)
+        self._node_objects = build_nodes(nodes, node_template)  # fail early on a bad template
+        self._kubelet_enabled = kubelet
+        self._kubelet_delay = kubelet_delay
+        self._controllers_enabled = controllers
+        self.kubelet: SimKubelet | None = None
+        self.controllers: WorkloadControllers | None = None
+        self._runner: web.AppRunner | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    async def start(self) -> SimCluster:
+        for ns in SYSTEM_NAMESPACES:
+            self.api.create(BY_STORE_NAME["namespaces"], None, {"metadata": {"name": ns}})
+        for node in self._node_objects:
+            self.api.create(BY_STORE_NAME["nodes"], None, node)
+        if self._kubelet_enabled:
+            self.kubelet = SimKubelet(self.api, self._kubelet_delay)
+        if self._controllers_enabled:
+            self.controllers = WorkloadControllers(self.api)
+        self._runner = web.AppRunner(self.server.app, access_log=None, shutdown_timeout=0.5)
+        await self._runner.setup()
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, self.port))
+        self.port = sock.getsockname()[1]
+        site = web.SockSite(self._runner, sock)
+        await site.start()
+        return self
+
+    async def stop(self) -> None:
+        self.faults.drop_watches()  # let streaming handlers finish instead of being cancelled
+        if self.kubelet:
+            self.kubelet.close()
+        if self.controllers:
+            self.controllers.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> SimCluster:
+        return await self.start()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()
+
+    # ---- conveniences for tests and tools ----------------------------------------------
+
+    def kubeconfig(self) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": CONTEXT, "cluster": {"server": self.url}}],
+            "users": [{"name": CONTEXT, "user": {}}],
+            "contexts": [
+                {"name": CONTEXT, "context": {"cluster": CONTEXT, "user": CONTEXT, "namespace": "default"}}
+            ],
+            "current-context": CONTEXT,
+        }
+
+    def write_kubeconfig(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(self.kubeconfig(), sort_keys=False))
+        return path
+
+    async def create(
+        self, resource: str, obj: dict[str, Any], namespace: str | None = None
+    ) -> dict[str, Any]:
+        """Create like an HTTP POST would (defaults, validation, events); returns the stored object."""
+        rt = self.api.resource(resource)
+        ns = namespace or (obj.get("metadata") or {}).get("namespace") if rt.namespaced else None
+        return orjson.loads(self.api.create(rt, ns, obj).raw)

@@ -1,0 +1,131 @@
+"""What the real apiserver fills in on write (defaulting and create-time strategies), per kind.
+
+Only the fields a scheduler and kubectl read are covered: pod scheduler name, priority,
+phase, QoS class and requests-from-limits; node allocatable; namespace and claim phases;
+workload replicas.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scheduler.sim.errors import ApiError, invalid
+from scheduler.sim.resources import ResourceType
+
+Obj = dict[str, Any]
+
+
+def _default_container(container: Obj) -> Obj:
+    container = dict(container)
+    resources = dict(container.get("resources") or {})
+    limits = resources.get("limits") or {}
+    if limits:
+        requests = dict(resources.get("requests") or {})
+        for name, quantity in limits.items():
+            requests.setdefault(name, quantity)
+        resources["requests"] = requests
+    container["resources"] = resources
+    container.setdefault("imagePullPolicy", "IfNotPresent")
+    container.setdefault("terminationMessagePath", "/dev/termination-log")
+    container.setdefault("terminationMessagePolicy", "File")
+    return container
+
+
+def qos_class(spec: Obj) -> str:
+    """Guaranteed when every container limits cpu and memory at its requests, BestEffort with none."""
+    containers = list(spec.get("containers") or []) + list(spec.get("initContainers") or [])
+    any_set = False
+    guaranteed = True
+    for c in containers:
+        res = c.get("resources") or {}
+        requests, limits = res.get("requests") or {}, res.get("limits") or {}
+        if requests or limits:
+            any_set = True
+        for name in ("cpu", "memory"):
+            if name not in limits or requests.get(name, limits[name]) != limits[name]:
+                guaranteed = False
+    if not any_set:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+def default_pod(pod: Obj, priorities: dict[str, int]) -> Obj:
+    name = pod["metadata"].get("name", "")
+    spec = dict(pod.get("spec") or {})
+    containers = spec.get("containers")
+    if not containers:
+        raise invalid("Pod", name, "spec.containers", "Required value")
+    for i, c in enumerate(containers):
+        for field in ("name", "image"):
+            if not c.get(field):
+                raise invalid("Pod", name, f"spec.containers[{i}].{field}", "Required value")
+    spec["containers"] = [_default_container(c) for c in containers]
+    if spec.get("initContainers"):
+        spec["initContainers"] = [_default_container(c) for c in spec["initContainers"]]
+    spec.setdefault("schedulerName", "default-scheduler")
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("securityContext", {})
+    spec.setdefault("enableServiceLinks", True)
+    class_name = spec.get("priorityClassName")
+    if class_name:
+        if class_name not in priorities:
+            raise ApiError(
+                403,
+                "Forbidden",
+                f'pods "{name}" is forbidden: no PriorityClass with name {class_name} was found',
+            )
+        spec.setdefault("priority", priorities[class_name])
+    else:
+        spec.setdefault("priority", 0)
+    spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    tolerations = list(spec.get("tolerations") or [])
+    # the DefaultTolerationSeconds admission plugin: five minutes on not-ready/unreachable nodes
+    for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
+        if not any(t.get("key") == key and t.get("effect") in (None, "", "NoExecute") for t in tolerations):
+            tolerations.append(
+                {"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+            )
+    spec["tolerations"] = tolerations
+    pod["spec"] = spec
+    return pod
+
+
+def prepare_create(rt: ResourceType, obj: Obj, priorities: dict[str, int]) -> Obj:
+    """Apply the create strategy of the kind; `obj` is private to the request and may be changed."""
+    kind = rt.kind
+    if rt.has_status and not rt.keep_status_on_create:
+        obj["status"] = {}
+    if kind == "Pod":
+        obj = default_pod(obj, priorities)
+        obj["status"] = {"phase": "Pending", "qosClass": qos_class(obj["spec"])}
+    elif kind == "Node":
+        status = dict(obj.get("status") or {})
+        if "capacity" in status and "allocatable" not in status:
+            status["allocatable"] = status["capacity"]
+        obj["status"] = status
+        obj.setdefault("spec", {})
+    elif kind == "Namespace":
+        obj["status"] = {"phase": "Active"}
+        obj.setdefault("spec", {"finalizers": ["kubernetes"]})
+    elif kind in ("PersistentVolumeClaim", "PersistentVolume"):
+        obj["status"] = {"phase": "Pending"}
+    elif kind in ("Deployment", "ReplicaSet", "StatefulSet"):
+        spec = dict(obj.get("spec") or {})
+        spec.setdefault("replicas", 1)
+        if kind == "Deployment":
+            spec.setdefault("revisionHistoryLimit", 10)
+            spec.setdefault("progressDeadlineSeconds", 600)
+            spec.setdefault(
+                "strategy",
+                {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}},
+            )
+        if not (spec.get("selector") or {}).get("matchLabels") and not (spec.get("selector") or {}).get(
+            "matchExpressions"
+        ):
+            raise invalid(kind, obj["metadata"].get("name", ""), "spec.selector", "Required value", rt.group)
+        obj["spec"] = spec
+    elif kind == "PriorityClass":
+        obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    return obj
