@@ -145,7 +145,8 @@ def main() -> None:
         result = asyncio.run(run(num_nodes, args.pods))
         rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(
-            f"{result['nodes']:>6} nodes {result['pods']:>6} pods: {result['decisions_per_s']:8.0f} decisions/s, "
+            f"{result['nodes']:>6} nodes {result['pods']:>6} pods: "
+            f"{result['decisions_per_s']:8.0f} decisions/s, "
             f"cycle p50 {result['p50_ms']:.2f} ms, p99 {result['p99_ms']:.2f} ms, peak RSS {rss_mb:.0f} MiB"
         )
 
