@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import os
 import random
 import socket
 import time
@@ -52,8 +53,9 @@ class LeadershipLost(Exception):
 
 
 def default_identity() -> str:
-    """A holder identity unique per process: hostname (to find the pod) plus a random suffix."""
-    return f"{socket.gethostname()}_{uuid.uuid4()}"
+    """A holder identity unique per process: the pod's name (``POD_NAME`` from the downward API,
+    else the hostname) plus a random suffix, so ``kubectl get lease`` points at the pod."""
+    return f"{os.environ.get('POD_NAME') or socket.gethostname()}_{uuid.uuid4()}"
 
 
 def format_micro_time(moment: datetime) -> str:
