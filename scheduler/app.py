@@ -35,7 +35,14 @@ from scheduler.config import (
 )
 from scheduler.eventhandlers import NodeEvents, PodEvents, ResourceEvents
 from scheduler.framework import PluginFactory
-from scheduler.framework.interface import CSI_NODE, PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, STORAGE_CLASS
+from scheduler.framework.interface import (
+    CSI_DRIVER,
+    CSI_NODE,
+    CSI_STORAGE_CAPACITY,
+    PERSISTENT_VOLUME,
+    PERSISTENT_VOLUME_CLAIM,
+    STORAGE_CLASS,
+)
 from scheduler.leaderelection import LeaderElector, LeadershipLost, default_identity
 from scheduler.metrics import SchedulerMetrics
 from scheduler.plugins.registry import in_tree_registry
@@ -50,13 +57,23 @@ log = logging.getLogger("scheduler")
 SHUTDOWN_GRACE_SECONDS = 10.0
 # Upstream's informer excludes finished pods: they hold no resources.
 ACTIVE_PODS_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
-# Kinds only plugins read: any change is a cluster event that may help unschedulable pods.
-PLUGIN_RESOURCES: tuple[tuple[str, str], ...] = (
-    ("/api/v1/persistentvolumes", PERSISTENT_VOLUME),
-    ("/api/v1/persistentvolumeclaims", PERSISTENT_VOLUME_CLAIM),
-    ("/apis/storage.k8s.io/v1/storageclasses", STORAGE_CLASS),
-    ("/apis/storage.k8s.io/v1/csinodes", CSI_NODE),
-)
+# Kinds only plugins read, by plural resource name: (API path, cluster event resource or "").
+# Their stores are the plugins' listers; a change of those with an event resource is a cluster
+# event that may help unschedulable pods.
+PLUGIN_RESOURCES: dict[str, tuple[str, str]] = {
+    "persistentvolumes": ("/api/v1/persistentvolumes", PERSISTENT_VOLUME),
+    "persistentvolumeclaims": ("/api/v1/persistentvolumeclaims", PERSISTENT_VOLUME_CLAIM),
+    "storageclasses": ("/apis/storage.k8s.io/v1/storageclasses", STORAGE_CLASS),
+    "csinodes": ("/apis/storage.k8s.io/v1/csinodes", CSI_NODE),
+    "csidrivers": ("/apis/storage.k8s.io/v1/csidrivers", CSI_DRIVER),
+    "csistoragecapacities": ("/apis/storage.k8s.io/v1/csistoragecapacities", CSI_STORAGE_CAPACITY),
+    "namespaces": ("/api/v1/namespaces", ""),
+    "services": ("/api/v1/services", ""),
+    "replicationcontrollers": ("/api/v1/replicationcontrollers", ""),
+    "replicasets": ("/apis/apps/v1/replicasets", ""),
+    "statefulsets": ("/apis/apps/v1/statefulsets", ""),
+    "poddisruptionbudgets": ("/apis/policy/v1/poddisruptionbudgets", ""),
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -180,6 +197,7 @@ class SchedulerApp:
         self.recorder = EventRecorder(self.client, names[0], self.identity)
         self.cache = Cache(metrics=self.metrics)
         self.frameworks: dict[str, Framework] = {}
+        listers: dict[str, Any] = {}
         for profile in self.config.profiles:
             handle = FrameworkHandle(
                 profile.scheduler_name,
@@ -187,6 +205,7 @@ class SchedulerApp:
                 self.cache.snapshot,
                 self.recorder.record,
                 lambda node: self.queue.nominated_pods_for_node(node),
+                listers,
             )
             self.frameworks[profile.scheduler_name] = Framework(
                 profile,
@@ -221,16 +240,10 @@ class SchedulerApp:
                 name="nodes",
             ),
         ]
-        for path, resource in PLUGIN_RESOURCES:
-            informers.append(
-                Informer(
-                    self.client,
-                    path,
-                    decode=dict,
-                    handler=ResourceEvents(self.queue, resource),
-                    name=path.rsplit("/", 1)[-1],
-                )
-            )
+        for plural, (path, resource) in PLUGIN_RESOURCES.items():
+            handler = ResourceEvents(self.queue, resource) if resource else _Ignore()
+            informers.append(Informer(self.client, path, decode=dict, handler=handler, name=plural))
+        listers.update({informer.name: informer.store for informer in informers})
         self.informers = InformerGroup(informers)
         self.scheduler = Scheduler(
             cache=self.cache,
@@ -385,6 +398,19 @@ class SchedulerApp:
             await asyncio.sleep(1.0)
             for pod in self.cache.cleanup_expired_assumed_pods():
                 log.warning("assumed pod %s expired: its binding was never confirmed", pod.key)
+
+
+class _Ignore:
+    """Handler for kinds that plugins only read through their listers."""
+
+    def on_add(self, obj: Any) -> None:
+        pass
+
+    def on_update(self, old: Any, new: Any) -> None:
+        pass
+
+    def on_delete(self, obj: Any) -> None:
+        pass
 
 
 def _own_namespace() -> str:

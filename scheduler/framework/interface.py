@@ -204,6 +204,18 @@ class NodeLister(Protocol):
     def __len__(self) -> int: ...
 
 
+class ObjectLister(Protocol):
+    """Read access to the objects of one watched kind, as the informer last saw them.
+
+    Keys are ``namespace/name`` (namespaced kinds) or ``name``. Pods and Nodes are API views
+    (``Pod``/``Node``); every other kind is its plain API dict, never to be mutated.
+    """
+
+    def get(self, key: str) -> Any | None: ...
+
+    def list(self) -> list[Any]: ...
+
+
 class Handle(Protocol):
     """Services the framework offers to plugins, given to every plugin's constructor."""
 
@@ -221,6 +233,10 @@ class Handle(Protocol):
 
     def nominated_pods_for_node(self, node_name: str) -> Sequence[Pod]:
         """Pods nominated to run on ``node_name`` (by preemption) and not yet bound."""
+
+    def lister(self, resource: str) -> ObjectLister:
+        """The watched objects of a kind, by plural resource name ("persistentvolumeclaims",
+        "storageclasses", "services", ...); KeyError names the kind when it is not watched."""
 
 
 # ---------------------------------------------------------------------------- extension points

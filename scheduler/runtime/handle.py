@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from scheduler.api import Pod
-from scheduler.framework import ApiClient, NodeLister
+from scheduler.framework import ApiClient, NodeLister, ObjectLister
 
 
 class FrameworkHandle:
@@ -18,12 +18,16 @@ class FrameworkHandle:
         snapshot: Callable[[], NodeLister],
         record_event: Callable[[Pod, str, str, str, str], None],
         nominated_pods: Callable[[str], Sequence[Pod]] = lambda _node: (),
+        listers: dict[str, ObjectLister] | None = None,
     ) -> None:
         self._scheduler_name = scheduler_name
         self._client = client
         self._snapshot = snapshot
         self._record_event = record_event
         self.nominated_pods = nominated_pods
+        # Kept by reference: the app fills it once the informers exist (they need the queue,
+        # which needs the profiles).
+        self.listers = listers if listers is not None else {}
 
     @property
     def snapshot(self) -> NodeLister:
@@ -42,3 +46,9 @@ class FrameworkHandle:
 
     def nominated_pods_for_node(self, node_name: str) -> Sequence[Pod]:
         return self.nominated_pods(node_name)
+
+    def lister(self, resource: str) -> ObjectLister:
+        try:
+            return self.listers[resource]
+        except KeyError:
+            raise KeyError(f"{resource} are not watched by this scheduler") from None

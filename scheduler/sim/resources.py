@@ -94,6 +94,16 @@ RESOURCES: tuple[ResourceType, ...] = (
         short_names=("svc",),
         categories=("all",),
     ),
+    _r(
+        "",
+        "v1",
+        "replicationcontrollers",
+        "ReplicationController",
+        True,
+        subresources=("status", "scale"),
+        short_names=("rc",),
+        categories=("all",),
+    ),
     _r("", "v1", "configmaps", "ConfigMap", True, short_names=("cm",)),
     _r("", "v1", "serviceaccounts", "ServiceAccount", True, short_names=("sa",)),
     _r(
