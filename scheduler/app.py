@@ -194,7 +194,9 @@ class SchedulerApp:
         conn = self.config.client_connection
         self.client = KubeClient(client_config, qps=conn.qps, burst=conn.burst)
         names = [p.scheduler_name for p in self.config.profiles]
-        self.recorder = EventRecorder(self.client, names[0], self.identity)
+        # One recorder per profile: events name the profile as their reporting controller.
+        self.recorders = {name: EventRecorder(self.client, name, self.identity) for name in names}
+        self.recorder = _ProfileEvents(self.recorders)
         self.cache = Cache(metrics=self.metrics)
         self.frameworks: dict[str, Framework] = {}
         listers: dict[str, Any] = {}
@@ -203,7 +205,7 @@ class SchedulerApp:
                 profile.scheduler_name,
                 self.client,
                 self.cache.snapshot,
-                self.recorder.record,
+                self.recorders[profile.scheduler_name].record,
                 lambda node: self.queue.nominated_pods_for_node(node),
                 listers,
             )
@@ -331,7 +333,8 @@ class SchedulerApp:
         await self.server.start()
         self.informers.start()
         self._spawn(self.queue.run(), "queue flusher")
-        self._spawn(self.recorder.run(), "event recorder")
+        for name, recorder in self.recorders.items():
+            self._spawn(recorder.run(), f"event recorder {name}")
         self._spawn(self._expire_assumed_pods(), "assumed pod expiry")
 
     def _spawn(self, coro: Any, name: str) -> None:
@@ -378,8 +381,9 @@ class SchedulerApp:
             await work
         if self.elector is None:
             await self._drain_bindings()
-        with contextlib.suppress(Exception):
-            await self.recorder.flush(timeout=2.0)
+        for recorder in self.recorders.values():
+            with contextlib.suppress(Exception):
+                await recorder.flush(timeout=2.0)
 
     async def close(self) -> None:
         for task in self._tasks:
@@ -398,6 +402,18 @@ class SchedulerApp:
             await asyncio.sleep(1.0)
             for pod in self.cache.cleanup_expired_assumed_pods():
                 log.warning("assumed pod %s expired: its binding was never confirmed", pod.key)
+
+
+class _ProfileEvents:
+    """Routes each event to the recorder of the pod's profile."""
+
+    def __init__(self, recorders: Mapping[str, EventRecorder]) -> None:
+        self.recorders = recorders
+        self._first = next(iter(recorders.values()))
+
+    def record(self, obj: Any, event_type: str, reason: str, action: str, note: str) -> None:
+        name = getattr(obj, "scheduler_name", "")
+        self.recorders.get(name, self._first).record(obj, event_type, reason, action, note)
 
 
 class _Ignore:

@@ -20,6 +20,7 @@ log = logging.getLogger(__name__)
 ASSIGNED_POD_ADD = ClusterEvent(ASSIGNED_POD, ActionType.ADD, "AssignedPodAdd")
 ASSIGNED_POD_DELETE = ClusterEvent(ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete")
 NODE_ADD = ClusterEvent(NODE, ActionType.ADD, "NodeAdd")
+NODE_DELETE = ClusterEvent(NODE, ActionType.DELETE, "NodeDelete")
 
 
 def pod_update_action(old: Pod, new: Pod) -> ActionType:
@@ -89,7 +90,8 @@ class PodEvents:
         elif self.responsible_for(new):
             if new.is_terminal:
                 self.queue.delete(new)
-            else:
+            elif not self.cache.is_assumed(new.uid):
+                # An assumed pod is being bound; its update must not queue it a second time.
                 self.queue.update(old, new)
 
     def on_delete(self, pod: Pod) -> None:
@@ -119,6 +121,8 @@ class NodeEvents:
 
     def on_delete(self, node: Node) -> None:
         self.cache.remove_node(node)
+        # e.g. a topology domain disappearing can make a spread constraint satisfiable
+        self.queue.on_cluster_event(NODE_DELETE, node, None)
 
 
 class ResourceEvents:

@@ -88,6 +88,14 @@ class _Pending:
     observed: datetime
 
 
+def truncate_note(note: str) -> str:
+    """Cut a note to the API's limit, which counts bytes (UTF-8), on a character boundary."""
+    encoded = note.encode()
+    if len(encoded) <= NOTE_LIMIT:
+        return note
+    return encoded[: NOTE_LIMIT - 4].decode(errors="ignore") + " ..."
+
+
 @dataclass(slots=True)
 class EventRecorder:
     """Writes Events as ``scheduler_name`` (reportingController) / ``identity`` (instance).
@@ -118,8 +126,7 @@ class EventRecorder:
     ) -> None:
         """Queue an event; never blocks, drops (and counts) when the queue is full."""
         ref = object_reference(obj)
-        if len(note) > NOTE_LIMIT:
-            note = note[: NOTE_LIMIT - 3] + "..."
+        note = truncate_note(note)
         key = (event_type, reason, action, note, ref["kind"], ref.get("namespace", ""), ref["name"])
         key += (ref.get("uid", ""),)
         log.debug("event %s %s %s/%s: %s", event_type, reason, ref.get("namespace", ""), ref["name"], note)
@@ -142,7 +149,10 @@ class EventRecorder:
                 for pending in batch:
                     touched[pending.key] = self._absorb(pending)
                 for series in touched.values():
-                    await self._write(series)
+                    try:
+                        await self._write(series)
+                    except Exception:  # one bad write must not stop every later event
+                        log.exception("could not write event %s", series.body.get("reason"))
             finally:
                 for _ in batch:
                     self._queue.task_done()

@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 
 from scheduler.api import Node, Pod, Resource
+from scheduler.client.events import truncate_note
 from scheduler.config import PluginRef, Plugins, PluginSet, Profile
 from scheduler.framework import CycleState, Diagnosis, NodeInfo, NodeTable, NodeVerdicts, Status
 from scheduler.runtime import Framework, FrameworkError
 from scheduler.runtime.framework import num_feasible_nodes_to_find
-from scheduler.schedule_one import fit_error_message, truncate_message
+from scheduler.schedule_one import fit_error_message
 
 
 class Sort:
@@ -250,8 +251,7 @@ def test_fit_error_message_counts_and_sorts_reasons_like_upstream():
         "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
     assert fit_error_message(3, diagnosis).endswith(
-        "2 Insufficient cpu. preemption: 0/3 nodes are available: "
-        "3 Preemption is not helpful for scheduling.."
+        "2 Insufficient cpu. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
 
 
@@ -265,8 +265,21 @@ def test_a_prefilter_rejection_replaces_the_per_node_reasons():
     )
 
 
-def test_long_messages_are_cut_to_the_event_note_limit():
-    assert truncate_message("x" * 10) == "x" * 10
-    cut = truncate_message("y" * 2000)
+def test_long_notes_are_cut_to_the_event_limit_in_bytes():
+    assert truncate_note("x" * 10) == "x" * 10
+    cut = truncate_note("y" * 2000)
     assert len(cut) == 1024
     assert cut.endswith(" ...")
+    wide = truncate_note("é" * 1000)  # 2 bytes each
+    assert len(wide.encode()) <= 1024
+    assert wide.endswith(" ...")
+
+
+def test_nodes_excluded_by_prefilter_count_under_the_absent_status():
+    diagnosis = Diagnosis(
+        node_to_status={"n1": Status.unschedulable("Insufficient cpu")},
+        absent_nodes_status=Status.unresolvable("node(s) didn't satisfy plugin(s) [NodeAffinity]"),
+    )
+    assert fit_error_message(10, diagnosis) == (
+        "0/10 nodes are available: 1 Insufficient cpu, 9 node(s) didn't satisfy plugin(s) [NodeAffinity]."
+    )
