@@ -24,6 +24,7 @@ from scheduler.cache.images import ImageStates
 from scheduler.cache.node_tree import NodeTree
 from scheduler.cache.snapshot import Snapshot
 from scheduler.framework import NodeInfo, NodeTable
+from scheduler.framework.pod_index import PodIndex
 
 if TYPE_CHECKING:
     from scheduler.metrics import SchedulerMetrics
@@ -63,7 +64,8 @@ class Cache:
         self._assumed: set[str] = set()
         self._tree = NodeTree()
         self._images = ImageStates()
-        self._snapshot = Snapshot(self.table, self._infos)
+        self.pod_index = PodIndex()  # placed pods by label, for affinity and spread queries
+        self._snapshot = Snapshot(self.table, self._infos, self.pod_index)
         self._snapshot_tree_generation = -1
         self._changed_nodes: set[str] = set()
         self._report()
@@ -250,9 +252,11 @@ class Cache:
             # The node has not arrived yet: hold the pod on a placeholder until it does.
             info = self._infos[pod.node_name] = NodeInfo(node=Node(name=pod.node_name))
         info.add_pod(pod)
+        self.pod_index.add(pod)
         self._touched(info)
 
     def _unplace(self, pod: Pod) -> None:
+        self.pod_index.remove(pod)
         info = self._infos.get(pod.node_name)
         if info is None or info.remove_pod(pod.uid) is None:
             log.debug("pod %s was not accounted on node %r", pod.key, pod.node_name)

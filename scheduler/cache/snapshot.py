@@ -12,6 +12,8 @@ through three derived structures that are costly to rebuild and are rebuilt only
 3. the NodeInfos having pods with (anti-)affinity and with required anti-affinity, in list order,
    rebuilt only when some node changed since the last refresh *and* its membership flipped.
 
+The cache's :class:`PodIndex` (placed pods by label) is live as well and handed out as is.
+
 ``Cache.snapshot()`` refreshes and returns the same :class:`Snapshot` object every time.
 """
 
@@ -22,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 
 from scheduler.framework import NodeInfo, NodeTable
+from scheduler.framework.pod_index import PodIndex
 
 
 class Snapshot:
@@ -32,14 +35,18 @@ class Snapshot:
         "_anti_affinity",
         "_by_name",
         "_infos",
+        "_pod_index",
         "_with_affinity",
         "_with_anti",
         "order",
         "table",
     )
 
-    def __init__(self, table: NodeTable, by_name: Mapping[str, NodeInfo]) -> None:
+    def __init__(
+        self, table: NodeTable, by_name: Mapping[str, NodeInfo], pod_index: PodIndex | None = None
+    ) -> None:
         self.table = table
+        self._pod_index = pod_index
         self.order: np.ndarray = np.zeros(0, dtype=np.int64)
         self._by_name = by_name  # the cache's own mapping; may hold nodes not (or no longer) listed
         self._infos: list[NodeInfo] = []
@@ -62,6 +69,10 @@ class Snapshot:
 
     def have_pods_with_required_anti_affinity(self) -> Sequence[NodeInfo]:
         return self._anti_affinity
+
+    def pod_index(self) -> PodIndex:
+        """The cache's live index; built from the listed nodes when the snapshot was given none."""
+        return self._pod_index if self._pod_index is not None else PodIndex.of(self._infos)
 
     def __len__(self) -> int:
         return len(self._infos)

@@ -12,14 +12,14 @@ prefers it when present. Both forms must agree (tests check that).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum, IntFlag
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
-from scheduler.api import Pod
+from scheduler.api import LabelSelector, Pod
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.nodetable import NodeTable
 from scheduler.framework.status import Status
@@ -202,6 +202,21 @@ class NodeLister(Protocol):
     def have_pods_with_required_anti_affinity(self) -> Sequence[NodeInfo]: ...
 
     def __len__(self) -> int: ...
+
+    def pod_index(self) -> PodsByLabel:
+        """Optional (callers check with getattr): the placed pods by namespace and label."""
+
+
+class PodsByLabel(Protocol):
+    """Placed pods (bound and assumed) by namespace and label, kept up to date by the cache."""
+
+    def namespaces(self) -> Collection[str]: ...
+
+    def matching(self, namespaces: Iterable[str] | None, selector: LabelSelector | None) -> Iterator[Pod]:
+        """Pods in ``namespaces`` (``None``: all) matching ``selector`` (``None`` matches none)."""
+
+    def count_by_node(self, namespace: str, selector: LabelSelector | None) -> Mapping[str, int]:
+        """Non-terminating pods of ``namespace`` matching ``selector``, per node name."""
 
 
 class ObjectLister(Protocol):

@@ -85,8 +85,21 @@ def verdict(status: Status | None) -> str | None:
     return expected[0]
 
 
+class _Namespaces:
+    """A ``namespaces`` lister: plain API dicts by name."""
+
+    def __init__(self, labels: Mapping[str, Mapping[str, str]]) -> None:
+        self._objects = {name: {"metadata": {"name": name, "labels": dict(v)}} for name, v in labels.items()}
+
+    def get(self, key: str) -> Any | None:
+        return self._objects.get(key)
+
+    def list(self) -> list[Any]:
+        return list(self._objects.values())
+
+
 class NamespaceHandle(FakeHandle):
-    """A handle that knows namespace labels."""
+    """A handle that watches namespaces (and nothing else)."""
 
     LABELS: Mapping[str, Mapping[str, str]] = {
         "default": {"kubernetes.io/metadata.name": "default", "team": "a"},
@@ -94,8 +107,10 @@ class NamespaceHandle(FakeHandle):
         "third": {"kubernetes.io/metadata.name": "third", "team": "b"},
     }
 
-    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
-        return self.LABELS.get(namespace)
+    def lister(self, resource: str) -> _Namespaces:
+        if resource != "namespaces":
+            raise KeyError(resource)
+        return _Namespaces(self.LABELS)
 
 
 def run_filter(handle: FakeHandle, incoming: Pod, args: Any = None) -> tuple[Status | None, list]:
@@ -246,6 +261,23 @@ def test_namespace_selector_uses_namespace_labels_from_the_handle() -> None:
     status, verdicts = run_filter(NamespaceHandle(table_of(nodes(), pods)), incoming)
     assert status is None
     assert verdicts == [AFF, AFF, OK, AFF]
+
+
+def test_a_namespace_the_lister_does_not_hold_is_known_by_its_name_label() -> None:
+    by_name = {"matchLabels": {"kubernetes.io/metadata.name": "ghost"}}
+    by_team = {"matchLabels": {"team": "a"}}
+    pods = [pod("db", "n3", DB, namespace="ghost")]
+    handle = NamespaceHandle(table_of(nodes(), pods))
+    incoming = pod("in", affinity=affinity(required=[term(DB, namespaceSelector=by_name)]))
+    assert run_filter(handle, incoming)[1] == [AFF, AFF, OK, AFF]
+    incoming = pod("in", affinity=affinity(required=[term(DB, namespaceSelector=by_team)]))
+    assert run_filter(handle, incoming)[1] == [AFF, AFF, AFF, AFF]
+
+
+def test_an_empty_namespace_selector_matches_pods_of_every_namespace() -> None:
+    incoming = pod("in", affinity=affinity(anti=[term(DB, namespaceSelector={})]))
+    pods = [pod("db", "n1", DB, namespace="other"), pod("db2", "n3", DB, namespace="third")]
+    assert run_filter(NamespaceHandle(table_of(nodes(), pods)), incoming)[1] == [ANTI, ANTI, ANTI, OK]
 
 
 def test_existing_anti_affinity_namespace_selector_is_matched_against_the_incoming_namespace() -> None:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from builders import FakeHandle, make_node, pod_dict, table_of
 
-from scheduler.api import LabelSelector, Pod
+from scheduler.api import Pod
 from scheduler.config.args import PodTopologySpreadArgs
 from scheduler.framework import Code, CycleState, QueueingHint, Status
 from scheduler.plugins.podtopologyspread import (
@@ -17,6 +17,7 @@ from scheduler.plugins.podtopologyspread import (
     ERR_REASON_NODE_LABEL_NOT_MATCH,
     PodTopologySpread,
 )
+from scheduler.plugins.podtopologyspread.defaults import default_selector
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
@@ -339,16 +340,138 @@ def test_pre_score_skips_without_soft_constraints() -> None:
 # ---------------------------------------------------------------------------- defaults
 
 
-class WorkloadHandle(FakeHandle):
-    """A handle that knows the selector of the workload owning each pod (by its ``app`` label)."""
+class _Store:
+    def __init__(self, objects: Sequence[Mapping[str, Any]]) -> None:
+        self._by_key = {f"{o['metadata'].get('namespace', '')}/{o['metadata']['name']}": o for o in objects}
 
-    def workload_selectors(self, pod: Pod) -> LabelSelector | None:
-        app = pod.labels.get("app")
-        return LabelSelector.parse({"matchLabels": {"app": app}}) if app else None
+    def get(self, key: str) -> Any | None:
+        return self._by_key.get(key)
+
+    def list(self) -> list[Any]:
+        return list(self._by_key.values())
+
+
+class ListerHandle(FakeHandle):
+    """A handle whose listers serve the given API objects by plural resource name."""
+
+    def __init__(self, cluster: Any = None, **objects: Sequence[Mapping[str, Any]]) -> None:
+        super().__init__(cluster)
+        self._stores = {resource: _Store(items) for resource, items in objects.items()}
+
+    def lister(self, resource: str) -> _Store:
+        return self._stores[resource]  # KeyError: not watched, as the real handle
+
+
+def obj(name: str, selector: Any, namespace: str = "default") -> dict[str, Any]:
+    spec = {} if selector is None else {"selector": selector}
+    return {"metadata": {"name": name, "namespace": namespace}, "spec": spec}
+
+
+def owned_by(kind: str, name: str, api_version: str = "apps/v1", controller: bool = True) -> dict:
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "name": name,
+        "uid": f"u-{name}",
+        "controller": controller,
+    }
+
+
+def owned_pod(labels: Mapping[str, str], *owners: Mapping[str, Any], node: str = "") -> Pod:
+    d = pod_dict("in", labels=labels, node_name=node)
+    d["metadata"]["ownerReferences"] = [dict(o) for o in owners]
+    return Pod.from_dict(d)
+
+
+WEB = {"app": "web", "tier": "front"}
+RS_SELECTOR = {"matchLabels": {"app": "web"}, "matchExpressions": [{"key": "tier", "operator": "Exists"}]}
+
+
+@pytest.mark.parametrize(
+    ("objects", "owners", "expected"),
+    [
+        pytest.param({}, (), set(), id="no workloads and no listers give an empty selector"),
+        pytest.param(
+            {"services": [obj("s", {"app": "web"})]},
+            (),
+            {("app", "In", ("web",))},
+            id="a service selecting the pod gives its selector",
+        ),
+        pytest.param(
+            {"services": [obj("s", {"app": "web"}), obj("t", {"tier": "front"})]},
+            (),
+            {("app", "In", ("web",)), ("tier", "In", ("front",))},
+            id="selectors of several services are merged",
+        ),
+        pytest.param(
+            {
+                "services": [
+                    obj("other-ns", {"app": "web"}, namespace="other"),
+                    obj("other-app", {"app": "db"}),
+                    obj("headless", None),
+                ]
+            },
+            (),
+            set(),
+            id="services elsewhere, not selecting the pod or without selector are ignored",
+        ),
+        pytest.param(
+            {"services": [obj("s", {"app": "web"})], "replicasets": [obj("rs", RS_SELECTOR)]},
+            (owned_by("ReplicaSet", "rs"),),
+            {("app", "In", ("web",)), ("tier", "Exists", ())},
+            id="a controlling replicaset adds its selector's requirements",
+        ),
+        pytest.param(
+            {"statefulsets": [obj("ss", {"matchLabels": {"tier": "front"}})]},
+            (owned_by("StatefulSet", "ss"),),
+            {("tier", "In", ("front",))},
+            id="a controlling statefulset gives its selector",
+        ),
+        pytest.param(
+            {
+                "services": [obj("s", {"app": "web"})],
+                "replicationcontrollers": [obj("rc", {"tier": "front"})],
+            },
+            (owned_by("ReplicationController", "rc", api_version="v1"),),
+            {("app", "In", ("web",)), ("tier", "In", ("front",))},
+            id="a controlling replication controller's selector is merged with the services'",
+        ),
+        pytest.param(
+            {"replicasets": [obj("rs", RS_SELECTOR)]},
+            (owned_by("ReplicaSet", "rs", controller=False),),
+            set(),
+            id="an owner that is not the controller is ignored",
+        ),
+        pytest.param(
+            {"replicasets": [obj("rs", RS_SELECTOR)]},
+            (owned_by("ReplicaSet", "gone"),),
+            set(),
+            id="a controller missing from the lister adds nothing",
+        ),
+        pytest.param(
+            {"replicasets": [obj("rs", RS_SELECTOR)]},
+            (owned_by("Job", "rs", api_version="batch/v1"),),
+            set(),
+            id="other controller kinds add nothing",
+        ),
+        pytest.param(
+            {"replicasets": [obj("rs", {"matchExpressions": [{"key": "a", "operator": "In"}]})]},
+            (owned_by("ReplicaSet", "rs"),),
+            set(),
+            id="an invalid controller selector adds nothing",
+        ),
+    ],
+)
+def test_default_selector_comes_from_the_pods_workloads(objects: dict, owners: tuple, expected: set) -> None:
+    selector = default_selector(ListerHandle(None, **objects), owned_pod(WEB, *owners))
+    assert {(r.key, r.operator, tuple(sorted(r.values))) for r in selector.requirements} == expected
 
 
 def test_system_defaults_need_a_workload_selector() -> None:
-    handle = FakeHandle(table_of(four_nodes(), [pod("p-a1", "node-a", labels={"app": "web"})]))
+    handle = ListerHandle(
+        table_of(four_nodes(), [pod("p-a1", "node-a", labels={"app": "web"})]),
+        services=[obj("db", {"app": "db"})],
+    )
     plugin = PodTopologySpread(None, handle)
     status = plugin.pre_score(
         CycleState(), pod("in", labels={"app": "web"}), list(handle.snapshot.node_infos())
@@ -359,7 +482,7 @@ def test_system_defaults_need_a_workload_selector() -> None:
 def test_system_defaults_spread_a_workload_softly_even_over_nodes_without_zone() -> None:
     nodes = [make_node("a", labels={ZONE: "z1"}), make_node("b", labels={ZONE: "z2"}), make_node("c")]
     pods = [pod("p1", "a", labels={"app": "web"}), pod("p2", "a", labels={"app": "web"})]
-    handle = WorkloadHandle(table_of(nodes, pods))
+    handle = ListerHandle(table_of(nodes, pods), services=[obj("web", {"app": "web"})])
     plugin = PodTopologySpread(PodTopologySpreadArgs(), handle)
     incoming = pod("in", labels={"app": "web"})
     status, _ = run_filter(plugin, handle, incoming)
@@ -377,8 +500,10 @@ def test_list_defaults_apply_hard_constraints_with_the_workload_selector() -> No
         defaulting_type="List",
     )
     pods = [pod("p1", "node-a", labels={"app": "web"}), pod("p2", "node-b", labels={"app": "db"})]
-    handle = WorkloadHandle(table_of(four_nodes(), pods))
-    _, verdicts = run_filter(PodTopologySpread(args, handle), handle, pod("in", labels={"app": "web"}))
+    rs = obj("web-1", {"matchLabels": {"app": "web"}})
+    handle = ListerHandle(table_of(four_nodes(), pods), replicasets=[rs])
+    incoming = owned_pod({"app": "web"}, owned_by("ReplicaSet", "web-1"))
+    _, verdicts = run_filter(PodTopologySpread(args, handle), handle, incoming)
     assert [verdict(v) for v in verdicts] == [SKEW, SKEW, OK, OK]
 
 
@@ -387,7 +512,10 @@ def test_pods_with_own_constraints_ignore_the_defaults() -> None:
         default_constraints=[{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule"}],
         defaulting_type="List",
     )
-    handle = WorkloadHandle(table_of(four_nodes(), [pod("p1", "node-a", labels={"app": "web"})]))
+    handle = ListerHandle(
+        table_of(four_nodes(), [pod("p1", "node-a", labels={"app": "web"})]),
+        services=[obj("s", {"app": "web"})],
+    )
     own = [spread(HOST, selector={"matchLabels": {"app": "web"}})]
     _, verdicts = run_filter(
         PodTopologySpread(args, handle), handle, pod("in", labels={"app": "web"}, constraints=own)

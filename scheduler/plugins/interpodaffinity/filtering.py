@@ -1,8 +1,9 @@
 """Required pod (anti-)affinity: matches counted per topology pair once in PreFilter.
 
 Three counters, keyed by (topologyKey, value): existing pods whose required anti-affinity
-matches the incoming pod (symmetry), and existing pods matching the incoming pod's required
-affinity and anti-affinity terms. Filter then only looks a node's labels up in them.
+matches the incoming pod (symmetry; only nodes holding such pods are visited), and existing pods
+matching the incoming pod's required affinity and anti-affinity terms (found through the pod
+index by label, not by scanning every pod). Filter then only looks a node's labels up in them.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from dataclasses import dataclass, field
 
 from scheduler.api import Node, Pod
 from scheduler.framework import NodeInfo, Status
-from scheduler.plugins.interpodaffinity.terms import AffinityTerm, PodTerms, matches_all
+from scheduler.framework.interface import PodsByLabel
+from scheduler.plugins.interpodaffinity.terms import AffinityTerm, PodTerms, matches_all, term_namespaces
 
 ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH = "node(s) didn't satisfy existing pods anti-affinity rules"
 ERR_REASON_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod affinity rules"
@@ -107,9 +109,12 @@ def compute_pre_filter_state(
     terms: PodTerms,
     namespace_labels: NamespaceLabels,
     terms_of: Callable[[Pod], PodTerms],
-    all_nodes: Sequence[NodeInfo],
+    lookup: Callable[[str], NodeInfo | None],
     nodes_with_required_anti_affinity: Sequence[NodeInfo],
+    index: PodsByLabel,
 ) -> PreFilterState:
+    """Existing pods matching the incoming pod's terms come from ``index`` (placed pods by label);
+    ``lookup`` finds their nodes (a pod on a node it does not know is not counted)."""
     own_ns_labels = namespace_labels(pod.namespace)
     state = PreFilterState(pod, terms, own_ns_labels)
     for info in nodes_with_required_anti_affinity:
@@ -123,18 +128,22 @@ def compute_pre_filter_state(
                 node,
                 1,
             )
-    required_affinity, required_anti = terms.required_affinity, terms.required_anti_affinity
-    if required_affinity or required_anti:
-        for info in all_nodes:
-            node = info.node
-            for existing in info.pods.values():
+    known = index.namespaces()
+    if terms.required_affinity:
+        # A pod must match every term: the first term's matches are the only candidates.
+        first = terms.required_affinity[0]
+        for existing in index.matching(term_namespaces(first, known, namespace_labels), first.selector):
+            info = lookup(existing.node_name)
+            if info is not None:
                 ns_labels = namespace_labels(existing.namespace)
-                if required_affinity:
-                    add_affinity_matches(state.affinity, required_affinity, existing, ns_labels, node, 1)
-                if required_anti:
-                    add_anti_affinity_matches(
-                        state.anti_affinity, required_anti, existing, ns_labels, node, 1
-                    )
+                add_affinity_matches(
+                    state.affinity, terms.required_affinity, existing, ns_labels, info.node, 1
+                )
+    for t in terms.required_anti_affinity:
+        for existing in index.matching(term_namespaces(t, known, namespace_labels), t.selector):
+            info = lookup(existing.node_name)
+            if info is not None:
+                _bump(state.anti_affinity, info.node, t.topology_key, 1)
     return state
 
 

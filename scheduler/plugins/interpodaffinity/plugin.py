@@ -1,13 +1,15 @@
 """InterPodAffinity: required and preferred pod affinity / anti-affinity, in both directions.
 
-Namespace labels (for ``namespaceSelector``) come from ``handle.namespace_labels(ns)`` when the
-handle offers it. Without it, a namespace is known only by the ``kubernetes.io/metadata.name``
-label the API server puts on every namespace: selectors on namespace names work, selectors on
-other namespace labels match nothing, and ``{}`` still matches every namespace.
+Namespace labels (for ``namespaceSelector``) come from the handle's ``namespaces`` lister. A
+namespace it does not hold (not watched, or not seen yet) is known by the
+``kubernetes.io/metadata.name`` label the API server puts on every namespace; upstream gives it no
+labels at all, which only differs for a selector that wants the name and the informer lags.
+Existing pods matching the incoming pod's terms are found through the cache's pod index.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -22,11 +24,13 @@ from scheduler.framework import (
     Handle,
     NodeInfo,
     NodeLister,
+    ObjectLister,
     PreFilterResult,
     QueueingHint,
     Status,
 )
 from scheduler.framework.interface import NODE, POD
+from scheduler.framework.pod_index import PodIndex, index_of
 from scheduler.plugins import names
 from scheduler.plugins.interpodaffinity.filtering import PreFilterState, check_node, compute_pre_filter_state
 from scheduler.plugins.interpodaffinity.scoring import (
@@ -49,17 +53,24 @@ _PRE_SCORE_KEY = "PreScore" + names.INTER_POD_AFFINITY
 class _NamespaceLabels:
     """Namespace labels memoised for one cycle (a namespace's labels do not change mid-cycle)."""
 
-    __slots__ = ("_lookup", "_memo")
+    __slots__ = ("_memo", "_namespaces")
 
     def __init__(self, handle: Handle | None) -> None:
-        self._lookup = getattr(handle, "namespace_labels", None)
+        self._namespaces: ObjectLister | None = None
+        lister = getattr(handle, "lister", None)
+        if callable(lister):
+            with contextlib.suppress(KeyError):  # KeyError: not watched
+                self._namespaces = lister("namespaces")
         self._memo: dict[str, Mapping[str, str]] = {}
 
     def __call__(self, namespace: str) -> Mapping[str, str]:
         found = self._memo.get(namespace)
         if found is None:
-            labels = self._lookup(namespace) if callable(self._lookup) else None
-            found = labels if labels is not None else {NAMESPACE_NAME_LABEL: namespace}
+            obj = self._namespaces.get(namespace) if self._namespaces is not None else None
+            if obj is None:  # not watched, or not seen yet: it has at least the name label
+                found = {NAMESPACE_NAME_LABEL: namespace}
+            else:
+                found = (obj.get("metadata") or {}).get("labels") or {}
             self._memo[namespace] = found
         return found
 
@@ -142,8 +153,9 @@ class InterPodAffinity:
                 terms,
                 _NamespaceLabels(self._handle),
                 self._terms.terms,
-                nodes.node_infos(),
+                nodes.get,
                 nodes.have_pods_with_required_anti_affinity(),
+                index_of(nodes),
             )
         except SelectorError as exc:  # an existing pod's invalid term
             return None, Status.from_error(exc)
@@ -193,13 +205,22 @@ class InterPodAffinity:
         if self._ignore_existing_preferred and not terms.has_preferred:
             return Status.skip()
         snapshot = self._handle.snapshot if self._handle is not None else None
-        if snapshot is None:
-            candidates: Sequence[NodeInfo] = nodes
+        if snapshot is None:  # no cluster view: the candidates are all there is
+            index, lookup = PodIndex.of(nodes), {info.name: info for info in nodes}.get
+            with_affinity: Sequence[NodeInfo] = [info for info in nodes if info.pods_with_affinity]
         else:
-            candidates = snapshot.node_infos() if terms.has_preferred else snapshot.have_pods_with_affinity()
+            index, lookup = index_of(snapshot), snapshot.get
+            with_affinity = snapshot.have_pods_with_affinity()
         try:
             scores = compute_topology_scores(
-                pod, terms, _NamespaceLabels(self._handle), self._terms.terms, candidates, self._hard_weight
+                pod,
+                terms,
+                _NamespaceLabels(self._handle),
+                self._terms.terms,
+                lookup,
+                index,
+                with_affinity,
+                self._hard_weight,
             )
         except SelectorError as exc:
             return Status.from_error(exc)

@@ -1,20 +1,21 @@
 """Preferred pod (anti-)affinity, both directions, summed per topology pair once in PreScore.
 
-For every existing pod (all pods when the incoming pod has preferred terms, else only pods
-with affinity), weights are added to the existing pod's topology pairs: the incoming pod's
-preferred terms matching it (+/-), its required affinity terms matching the incoming pod
-(hardPodAffinityWeight), and its preferred terms matching the incoming pod (+/-).
+Weights are added to an existing pod's topology pairs when the incoming pod's preferred terms
+match it (+/-; those pods are found through the pod index by label), and, for pods with affinity
+of their own, when their required affinity terms (hardPodAffinityWeight) or preferred terms (+/-)
+match the incoming pod.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 
 import numpy as np
 
 from scheduler.api import Node, Pod
 from scheduler.framework import MAX_NODE_SCORE, NodeInfo
-from scheduler.plugins.interpodaffinity.terms import AffinityTerm, PodTerms, WeightedTerm
+from scheduler.framework.interface import PodsByLabel
+from scheduler.plugins.interpodaffinity.terms import AffinityTerm, PodTerms, WeightedTerm, term_namespaces
 
 # topologyKey -> value -> summed weight
 TopologyScores = dict[str, dict[str, int]]
@@ -45,22 +46,25 @@ def compute_topology_scores(
     terms: PodTerms,
     namespace_labels: Callable[[str], Mapping[str, str]],
     terms_of: Callable[[Pod], PodTerms],
-    nodes: Sequence[NodeInfo],
+    lookup: Callable[[str], NodeInfo | None],
+    index: PodsByLabel,
+    nodes_with_affinity: Iterable[NodeInfo],
     hard_pod_affinity_weight: int,
 ) -> TopologyScores:
     scores: TopologyScores = {}
+    known = index.namespaces()
+    for sign, weighted_terms in ((1, terms.preferred_affinity), (-1, terms.preferred_anti_affinity)):
+        for w in weighted_terms:
+            for existing in index.matching(term_namespaces(w.term, known, namespace_labels), w.term.selector):
+                info = lookup(existing.node_name)
+                if info is not None and info.node.labels:
+                    _add(scores, w.term, w.weight * sign, info.node)
     own_ns_labels = namespace_labels(pod.namespace)
-    all_pods = terms.has_preferred
-    for info in nodes:
+    for info in nodes_with_affinity:
         node = info.node
         if not node.labels:
             continue
-        existing_pods = info.pods if all_pods else info.pods_with_affinity
-        for existing in existing_pods.values():
-            if all_pods:
-                ns_labels = namespace_labels(existing.namespace)
-                _add_weighted(scores, terms.preferred_affinity, existing, ns_labels, node, 1)
-                _add_weighted(scores, terms.preferred_anti_affinity, existing, ns_labels, node, -1)
+        for existing in info.pods_with_affinity.values():
             theirs = terms_of(existing)
             if hard_pod_affinity_weight > 0:
                 for t in theirs.required_affinity:

@@ -9,7 +9,7 @@ doing it again is harmless).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -145,3 +145,18 @@ class TermsCache:
 def matches_all(terms: Sequence[AffinityTerm], pod: Pod, namespace_labels: Mapping[str, str]) -> bool:
     """True iff there are terms and ``pod`` matches every one (upstream's podMatchesAllAffinityTerms)."""
     return bool(terms) and all(t.matches(pod, namespace_labels) for t in terms)
+
+
+def term_namespaces(
+    term: AffinityTerm, known: Collection[str], namespace_labels: Callable[[str], Mapping[str, str]]
+) -> Collection[str] | None:
+    """The namespaces (among ``known``) whose pods ``term`` may select; ``None`` means all.
+
+    Upstream resolves a namespaceSelector into namespace names the same way before matching.
+    """
+    selector = term.namespace_selector
+    if selector is None:
+        return term.namespaces
+    if selector.is_empty:
+        return None
+    return term.namespaces | {ns for ns in known if selector.matches(namespace_labels(ns))}

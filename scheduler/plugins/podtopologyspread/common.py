@@ -95,14 +95,3 @@ def parse_constraints(
 
 def node_has_all_keys(labels: Mapping[str, str], constraints: Sequence[SpreadConstraint]) -> bool:
     return all(c.topology_key in labels for c in constraints)
-
-
-def count_matching(pods: Iterable[Pod], selector: LabelSelector | None, namespace: str) -> int:
-    """Pods in ``namespace`` matching ``selector``; terminating pods do not count (upstream #87621)."""
-    if selector is None:
-        return 0
-    return sum(
-        1
-        for p in pods
-        if p.namespace == namespace and p.deletion_timestamp is None and selector.matches(p.labels)
-    )

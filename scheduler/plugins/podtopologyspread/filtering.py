@@ -1,20 +1,21 @@
 """DoNotSchedule constraints: matching pods counted per domain once in PreFilter, skew checked per node.
 
 The Filter check is O(constraints) per node: the per-domain counts and each constraint's global
-minimum are computed once per cycle (and patched by AddPod/RemovePod during preemption).
+minimum are computed once per cycle from the pod index's per-node counts (and patched by
+AddPod/RemovePod during preemption).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from scheduler.api import Node, Pod
 from scheduler.framework import NodeInfo, Status
+from scheduler.framework.interface import PodsByLabel
 from scheduler.plugins.nodeaffinity import RequiredNodeAffinity
 from scheduler.plugins.podtopologyspread.common import (
     SpreadConstraint,
-    count_matching,
     node_has_all_keys,
     selector_matches,
 )
@@ -64,24 +65,44 @@ class PreFilterState:
             self.minimums[i] = min(counts.values())
 
 
-def compute_pre_filter_state(
-    pod: Pod, constraints: Sequence[SpreadConstraint], nodes: Sequence[NodeInfo]
-) -> PreFilterState:
-    required = RequiredNodeAffinity.of(pod)
-    state = PreFilterState(pod, required, constraints)
-    state.counts = [{} for _ in constraints]
-    namespace = pod.namespace
+def eligible_domains(
+    pod: Pod,
+    required: RequiredNodeAffinity,
+    constraints: Sequence[SpreadConstraint],
+    nodes: Iterable[NodeInfo],
+) -> list[dict[str, str]]:
+    """Per constraint: node name -> its domain, for every node counting as a member of one."""
+    domains: list[dict[str, str]] = [{} for _ in constraints]
+    keys = tuple(c.topology_key for c in constraints)
+    no_affinity = not required.labels and required.terms is None
+    # Constraints whose policies admit every node skip the per-node check (the common case).
+    checked = [not (no_affinity or not c.honor_node_affinity) or c.honor_node_taints for c in constraints]
+    plan = list(zip(keys, domains, checked, constraints, strict=True))
     for info in nodes:
         node = info.node
         labels = node.labels
-        if not node_has_all_keys(labels, constraints):
+        if not all(key in labels for key in keys):
             continue
-        for i, c in enumerate(constraints):
-            if not c.includes_node(pod, node, required):
-                continue
-            value = labels[c.topology_key]
-            counts = state.counts[i]
-            counts[value] = counts.get(value, 0) + count_matching(info.pods.values(), c.selector, namespace)
+        name = info.name
+        for key, domain_of, check, c in plan:
+            if not check or c.includes_node(pod, node, required):
+                domain_of[name] = labels[key]
+    return domains
+
+
+def compute_pre_filter_state(
+    pod: Pod, constraints: Sequence[SpreadConstraint], nodes: Sequence[NodeInfo], index: PodsByLabel
+) -> PreFilterState:
+    """Counts per domain from the index's per-node counts: O(nodes + nodes with matching pods)."""
+    required = RequiredNodeAffinity.of(pod)
+    state = PreFilterState(pod, required, constraints)
+    for c, domain_of in zip(constraints, eligible_domains(pod, required, constraints, nodes), strict=True):
+        counts = dict.fromkeys(domain_of.values(), 0)
+        for node_name, matching in index.count_by_node(pod.namespace, c.selector).items():
+            value = domain_of.get(node_name)
+            if value is not None:
+                counts[value] += matching
+        state.counts.append(counts)
     state.minimums = [min(c.values()) if c else None for c in state.counts]
     return state
 

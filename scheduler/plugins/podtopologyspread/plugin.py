@@ -2,9 +2,10 @@
 
 DoNotSchedule constraints filter (PreFilter counts, Filter checks skew); ScheduleAnyway
 constraints score (PreScore counts, Score weighs, NormalizeScore inverts). A pod without
-constraints of its own gets the profile's default constraints, whose selector is derived from
-the workloads (Services, ReplicaSets, ...) selecting the pod; that derivation needs the handle to
-offer ``workload_selectors(pod) -> LabelSelector | None``, without it there are no defaults.
+constraints of its own gets the profile's default constraints (``System``: upstream's soft zone
+and host spread; ``List``: the configured ones), with the selector of the workloads (Services,
+ReplicaSets, ...) selecting the pod (see defaults.py); a pod no workload selects gets none.
+Matching pods are counted from the cache's pod index, not by scanning every node's pods.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from scheduler.api import LabelSelector, Node, Pod, SelectorError
+from scheduler.api import Node, Pod, SelectorError
 from scheduler.framework import (
     ActionType,
     ClusterEvent,
@@ -28,6 +29,7 @@ from scheduler.framework import (
     Status,
 )
 from scheduler.framework.interface import NODE, POD
+from scheduler.framework.pod_index import PodIndex, index_of
 from scheduler.plugins import names
 from scheduler.plugins.podtopologyspread.common import (
     DO_NOT_SCHEDULE,
@@ -38,6 +40,7 @@ from scheduler.plugins.podtopologyspread.common import (
     parse_constraints,
     selector_matches,
 )
+from scheduler.plugins.podtopologyspread.defaults import default_selector
 from scheduler.plugins.podtopologyspread.filtering import (
     PreFilterState,
     check_node,
@@ -83,14 +86,10 @@ class PodTopologySpread:
         constraints = parse_constraints(self._default_constraints, pod.labels, action)
         if not constraints:
             return []
-        selector = self._workload_selector(pod)
-        if selector is None or selector.is_empty:
+        selector = default_selector(self._handle, pod)
+        if selector.is_empty:
             return []
         return [c.with_selector(selector) for c in constraints]
-
-    def _workload_selector(self, pod: Pod) -> LabelSelector | None:
-        lookup = getattr(self._handle, "workload_selectors", None)
-        return lookup(pod) if callable(lookup) else None
 
     # ------------------------------------------------------------------ events
 
@@ -163,7 +162,9 @@ class PodTopologySpread:
             return None, Status.from_error(exc)
         if not constraints:
             return None, Status.skip()
-        state.write(_PRE_FILTER_KEY, compute_pre_filter_state(pod, constraints, nodes.node_infos()))
+        state.write(
+            _PRE_FILTER_KEY, compute_pre_filter_state(pod, constraints, nodes.node_infos(), index_of(nodes))
+        )
         return None, None
 
     def _pre_filter_state(self, state: CycleState) -> PreFilterState:
@@ -192,8 +193,8 @@ class PodTopologySpread:
     # ------------------------------------------------------------------ score
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
-        all_nodes = self._handle.snapshot.node_infos() if self._handle is not None else nodes
-        if not nodes or not all_nodes:
+        snapshot = self._handle.snapshot if self._handle is not None else None
+        if not nodes or (snapshot is not None and not len(snapshot)):
             return Status.skip()
         try:
             constraints = self._constraints(pod, SCHEDULE_ANYWAY)
@@ -201,9 +202,15 @@ class PodTopologySpread:
             return Status.from_error(exc)
         if not constraints:
             return Status.skip()
+        if snapshot is None:  # no cluster view: the candidates are all there is
+            index, lookup = PodIndex.of(nodes), {info.name: info for info in nodes}.get
+        else:
+            index, lookup = index_of(snapshot), snapshot.get
         # System defaults spread over hosts even on nodes without a zone label.
         require_all = bool(pod.topology_spread_constraints) or not self._system_defaulted
-        state.write(_PRE_SCORE_KEY, compute_pre_score_state(pod, constraints, nodes, all_nodes, require_all))
+        state.write(
+            _PRE_SCORE_KEY, compute_pre_score_state(pod, constraints, nodes, lookup, index, require_all)
+        )
         return None
 
     def _pre_score_state(self, state: CycleState) -> PreScoreState:

@@ -1,25 +1,26 @@
 """ScheduleAnyway constraints: fewer matching pods in a node's domains scores higher.
 
-Counts per non-hostname domain are gathered once in PreScore over all nodes; per-host counts are
-read from the scored node itself in Score. Domain sizes weight the counts (log(size + 2)) so a
-small topology (zones) is not drowned by a big one (hosts).
+Counts per non-hostname domain are gathered once in PreScore from the pod index's per-node counts
+(visiting only nodes that hold matching pods); per-host counts are those per-node counts as is.
+Domain sizes weight the counts (log(size + 2)) so a small topology (zones) is not drowned by a
+big one (hosts).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from scheduler.api import Pod
 from scheduler.framework import MAX_NODE_SCORE, NodeInfo
+from scheduler.framework.interface import PodsByLabel
 from scheduler.plugins.nodeaffinity import RequiredNodeAffinity
 from scheduler.plugins.podtopologyspread.common import (
     LABEL_HOSTNAME,
     SpreadConstraint,
-    count_matching,
     node_has_all_keys,
 )
 
@@ -32,6 +33,8 @@ class PreScoreState:
     # aligned with the candidate list PreScore saw (the order NormalizeScore gets scores in)
     ignored_mask: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     counts: list[dict[str, int]] = field(default_factory=list)
+    # per constraint: matching pods per node name (read for hostname constraints only)
+    node_counts: list[Mapping[str, int]] = field(default_factory=list)
     weights: list[float] = field(default_factory=list)
 
 
@@ -43,9 +46,11 @@ def compute_pre_score_state(
     pod: Pod,
     constraints: Sequence[SpreadConstraint],
     candidates: Sequence[NodeInfo],
-    all_nodes: Sequence[NodeInfo],
+    lookup: Callable[[str], NodeInfo | None],
+    index: PodsByLabel,
     require_all_topologies: bool,
 ) -> PreScoreState:
+    """``lookup`` finds any node of the cluster by name (not only candidates)."""
     state = PreScoreState(constraints)
     state.counts = [{} for _ in constraints]
     mask = np.zeros(len(candidates), dtype=bool)
@@ -56,7 +61,7 @@ def compute_pre_score_state(
             mask[n] = True
             continue
         for i, c in enumerate(constraints):
-            if c.topology_key != LABEL_HOSTNAME:  # per-host counts are taken in Score
+            if c.topology_key != LABEL_HOSTNAME:  # per-host counts are read in Score
                 state.counts[i].setdefault(labels.get(c.topology_key, ""), 0)
     state.ignored_mask = mask
     scored = len(candidates) - len(state.ignored)
@@ -66,19 +71,23 @@ def compute_pre_score_state(
     ]
 
     required = RequiredNodeAffinity.of(pod)
-    namespace = pod.namespace
-    for info in all_nodes:
-        node = info.node
-        labels = node.labels
-        if require_all_topologies and not node_has_all_keys(labels, constraints):
+    for i, c in enumerate(constraints):
+        matching = index.count_by_node(pod.namespace, c.selector)
+        state.node_counts.append(matching)
+        counts = state.counts[i]
+        if not counts:
             continue
-        for i, c in enumerate(constraints):
-            counts = state.counts[i]
-            value = labels.get(c.topology_key, "")
-            # only domains some candidate belongs to matter (hostname domains are never listed)
-            if value not in counts or not c.includes_node(pod, node, required):
+        for node_name, found in matching.items():
+            info = lookup(node_name)
+            if info is None:
                 continue
-            counts[value] += count_matching(info.pods.values(), c.selector, namespace)
+            node = info.node
+            if require_all_topologies and not node_has_all_keys(node.labels, constraints):
+                continue
+            value = node.labels.get(c.topology_key, "")
+            # only domains some candidate belongs to matter
+            if value in counts and c.includes_node(pod, node, required):
+                counts[value] += found
     return state
 
 
@@ -92,7 +101,7 @@ def score_node(state: PreScoreState, pod: Pod, info: NodeInfo) -> int:
         if value is None:
             continue
         if c.topology_key == LABEL_HOSTNAME:
-            count = count_matching(info.pods.values(), c.selector, pod.namespace)
+            count = state.node_counts[i].get(info.name, 0)
         else:
             count = state.counts[i].get(value, 0)
         total += count * state.weights[i] + (c.max_skew - 1)

@@ -1,0 +1,173 @@
+"""The in-process harness the decision benchmarks share: cache + queue + framework, binder in memory.
+
+Nodes carry hostname and zone labels (three zones, round-robin); existing pods can be placed in
+the cache directly (as the informer would), then the measured pods go through the real
+scheduling cycle one at a time. Figures are printed, never asserted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import resource
+import statistics
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from scheduler.api import Node, Pod
+from scheduler.app import available_plugins
+from scheduler.cache import Cache
+from scheduler.config import default_config
+from scheduler.framework import CycleState, Status
+from scheduler.plugins.registry import in_tree_registry
+from scheduler.queue import ProfilesPolicy, SchedulingQueue
+from scheduler.runtime import Framework
+from scheduler.runtime.handle import FrameworkHandle
+from scheduler.schedule_one import Scheduler
+
+ZONES = ("zone-a", "zone-b", "zone-c")
+
+
+class InMemoryBinder:
+    """Stands in for DefaultBinder: a bind costs nothing, so the figures are the decisions' own."""
+
+    name = "DefaultBinder"
+
+    def __init__(self, args: Any, handle: Any) -> None:
+        self.bound = 0
+
+    async def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        self.bound += 1
+        return None
+
+
+def make_node(i: int, cpu: str = "4", memory: str = "16Gi", pods: int = 110) -> Node:
+    return Node.from_dict(
+        {
+            "metadata": {
+                "name": f"node-{i:05d}",
+                "uid": f"n{i}",
+                "labels": {
+                    "kubernetes.io/hostname": f"node-{i:05d}",
+                    "topology.kubernetes.io/zone": ZONES[i % 3],
+                },
+            },
+            "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": str(pods)}},
+        }
+    )
+
+
+def make_pod(
+    name: str,
+    labels: Mapping[str, str],
+    *,
+    node_name: str = "",
+    cpu: str = "100m",
+    memory: str = "128Mi",
+    **spec: Any,
+) -> Pod:
+    """A pod of ``pyscheduler`` in ``default``; ``spec`` adds PodSpec fields (camelCase)."""
+    body: dict[str, Any] = {
+        "schedulerName": "pyscheduler",
+        "containers": [
+            {"name": "c", "image": "nginx", "resources": {"requests": {"cpu": cpu, "memory": memory}}}
+        ],
+        **spec,
+    }
+    if node_name:
+        body["nodeName"] = node_name
+    return Pod.from_dict(
+        {
+            "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}", "labels": dict(labels)},
+            "spec": body,
+        }
+    )
+
+
+class _NoEvents:
+    def record(self, *args: Any) -> None:
+        pass
+
+
+@dataclass(slots=True)
+class Result:
+    nodes: int
+    pods: int
+    decisions_per_s: float
+    p50_ms: float
+    p99_ms: float
+    bound: int
+
+    def line(self, label: str = "") -> str:
+        rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        prefix = f"{label:<22}" if label else ""
+        return (
+            f"{prefix}{self.nodes:>6} nodes {self.pods:>6} pods: "
+            f"{self.decisions_per_s:8.0f} decisions/s, "
+            f"cycle p50 {self.p50_ms:.2f} ms, p99 {self.p99_ms:.2f} ms, peak RSS {rss_mb:.0f} MiB"
+        )
+
+
+class Harness:
+    """A scheduler for the default profile over ``num_nodes`` simulated nodes, without an API server."""
+
+    def __init__(self, num_nodes: int, node_factory: Any = make_node) -> None:
+        config = default_config()
+        registry = in_tree_registry()
+        registry["DefaultBinder"] = InMemoryBinder
+        available_plugins(config, registry)
+        self.num_nodes = num_nodes
+        self.cache = Cache()
+        for i in range(num_nodes):
+            self.cache.add_node(node_factory(i))
+        handle = FrameworkHandle("pyscheduler", None, self.cache.snapshot, lambda *a: None)  # type: ignore[arg-type]
+        fwk = Framework(config.profiles[0], registry, handle)
+        self.queue = SchedulingQueue(sort_key=fwk.sort_key, policy=ProfilesPolicy({"pyscheduler": fwk}))
+        self._pods: dict[str, Pod] = {}
+
+        async def patch(*args: Any) -> None:
+            return None
+
+        self.scheduler = Scheduler(
+            cache=self.cache,
+            queue=self.queue,
+            frameworks={"pyscheduler": fwk},
+            events=_NoEvents(),
+            patch_status=patch,
+            current_pod=lambda pod: self._pods.get(pod.uid),
+        )
+
+    def place(self, pods: Iterable[Pod]) -> None:
+        """Existing pods, bound already (``nodeName`` set): straight into the cache."""
+        for pod in pods:
+            self.cache.add_pod(pod)
+
+    async def schedule(self, pods: Iterable[Pod]) -> Result:
+        """Queue ``pods`` and run one scheduling cycle per pod, timing each; bindings run in memory."""
+        count = 0
+        for pod in pods:
+            self._pods[pod.uid] = pod
+            self.queue.add(pod)
+            count += 1
+        assumed_before = self.cache.assumed_count()
+        cycle_times: list[float] = []
+        start = time.perf_counter()
+        for _ in range(count):
+            info = await self.queue.pop()
+            await self.scheduler._binding_slots.acquire()
+            t0 = time.perf_counter()
+            self.scheduler.schedule_one(info)
+            cycle_times.append(time.perf_counter() - t0)
+            await asyncio.sleep(0)
+        await self.scheduler.wait_for_bindings(60)
+        elapsed = time.perf_counter() - start
+        cycle_times.sort()
+        return Result(
+            nodes=self.num_nodes,
+            pods=count,
+            decisions_per_s=count / elapsed if elapsed else float("inf"),
+            p50_ms=statistics.median(cycle_times) * 1000 if cycle_times else 0.0,
+            p99_ms=cycle_times[int(len(cycle_times) * 0.99)] * 1000 if cycle_times else 0.0,
+            bound=self.cache.assumed_count() - assumed_before,
+        )
