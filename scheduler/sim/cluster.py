@@ -22,6 +22,7 @@ from scheduler.sim.nodes import build_nodes
 from scheduler.sim.resources import BY_STORE_NAME
 from scheduler.sim.server import SimServer
 from scheduler.sim.store import Store
+from scheduler.sim.volumes import VolumeControllers
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 CONTEXT = "pyscheduler-sim"
@@ -55,6 +56,7 @@ class SimCluster:
         self._controllers_enabled = controllers
         self.kubelet: SimKubelet | None = None
         self.controllers: WorkloadControllers | None = None
+        self.volumes: VolumeControllers | None = None
         self._runner: web.AppRunner | None = None
 
     @property
@@ -70,6 +72,7 @@ class SimCluster:
             self.kubelet = SimKubelet(self.api, self._kubelet_delay)
         if self._controllers_enabled:
             self.controllers = WorkloadControllers(self.api)
+            self.volumes = VolumeControllers(self.api)
         self._runner = web.AppRunner(self.server.app, access_log=None, shutdown_timeout=0.5)
         await self._runner.setup()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -86,6 +89,8 @@ class SimCluster:
             self.kubelet.close()
         if self.controllers:
             self.controllers.close()
+        if self.volumes:
+            self.volumes.close()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

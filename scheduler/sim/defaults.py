@@ -126,6 +126,10 @@ def prepare_create(rt: ResourceType, obj: Obj, priorities: dict[str, int]) -> Ob
         ):
             raise invalid(kind, obj["metadata"].get("name", ""), "spec.selector", "Required value", rt.group)
         obj["spec"] = spec
+    elif kind == "StorageClass":
+        # the API server's defaults for storage.k8s.io/v1 StorageClass
+        obj.setdefault("volumeBindingMode", "Immediate")
+        obj.setdefault("reclaimPolicy", "Delete")
     elif kind == "PriorityClass":
         obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
     return obj

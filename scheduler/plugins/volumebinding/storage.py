@@ -1,0 +1,207 @@
+"""Reading PersistentVolumes, PersistentVolumeClaims and StorageClasses (plain API dicts).
+
+Shared by the volume plugins, so they agree on what "matching", "bound" and "fits the node" mean
+(upstream: component-helpers/storage/volume). The local endpoint keeps its own copy on purpose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from scheduler.api import LabelSelector, NodeSelector, SelectorError
+from scheduler.api.quantity import QuantityError, int_value
+
+Obj = Mapping[str, Any]
+
+ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"
+ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
+ANN_BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
+NOT_SUPPORTED_PROVISIONER = "kubernetes.io/no-provisioner"
+WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
+READ_WRITE_ONCE_POD = "ReadWriteOncePod"
+
+
+def meta(obj: Obj) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def spec(obj: Obj) -> Mapping[str, Any]:
+    return obj.get("spec") or {}
+
+
+def name_of(obj: Obj) -> str:
+    return str(meta(obj).get("name", ""))
+
+
+def key_of(obj: Obj) -> str:
+    """The lister key: ``namespace/name`` or ``name``."""
+    m = meta(obj)
+    return f"{m['namespace']}/{m.get('name', '')}" if m.get("namespace") else str(m.get("name", ""))
+
+
+def resource_version(obj: Obj) -> int:
+    """resourceVersion as a number for ordering (opaque on paper, an etcd revision in practice)."""
+    try:
+        return int(meta(obj).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
+def claim_class(pvc: Obj) -> str:
+    """The claim's StorageClass name; the beta annotation still wins, as upstream keeps it."""
+    annotated = (meta(pvc).get("annotations") or {}).get("volume.beta.kubernetes.io/storage-class")
+    if annotated is not None:
+        return str(annotated)
+    return str(spec(pvc).get("storageClassName") or "")
+
+
+def volume_class(pv: Obj) -> str:
+    annotated = (meta(pv).get("annotations") or {}).get("volume.beta.kubernetes.io/storage-class")
+    if annotated is not None:
+        return str(annotated)
+    return str(spec(pv).get("storageClassName") or "")
+
+
+def requested_storage(pvc: Obj) -> int:
+    requests = (spec(pvc).get("resources") or {}).get("requests") or {}
+    try:
+        return int_value(requests.get("storage", 0))
+    except QuantityError:
+        return 0
+
+
+def has_storage_request(pvc: Obj) -> bool:
+    return "storage" in ((spec(pvc).get("resources") or {}).get("requests") or {})
+
+
+def volume_capacity(pv: Obj) -> int:
+    try:
+        return int_value((spec(pv).get("capacity") or {}).get("storage", 0))
+    except QuantityError:
+        return 0
+
+
+def access_modes(obj: Obj) -> tuple[str, ...]:
+    return tuple(spec(obj).get("accessModes") or ())
+
+
+def is_fully_bound(pvc: Obj) -> bool:
+    """Bound as the PV controller finishes it: a volume name and the bind-completed annotation."""
+    return bool(spec(pvc).get("volumeName")) and ANN_BIND_COMPLETED in (meta(pvc).get("annotations") or {})
+
+
+def selected_node(pvc: Obj) -> str | None:
+    return (meta(pvc).get("annotations") or {}).get(ANN_SELECTED_NODE)
+
+
+def is_bound_to_claim(pv: Obj, pvc: Obj) -> bool:
+    ref = spec(pv).get("claimRef")
+    if not ref:
+        return False
+    pvc_meta = meta(pvc)
+    if ref.get("name") != pvc_meta.get("name") or ref.get("namespace") != pvc_meta.get("namespace"):
+        return False
+    return not ref.get("uid") or ref.get("uid") == pvc_meta.get("uid")
+
+
+def node_affinity_matches(pv: Obj, node_labels: Mapping[str, str], node_name: str = "") -> bool:
+    """The PV's required node affinity against a node (no affinity: every node)."""
+    required = (spec(pv).get("nodeAffinity") or {}).get("required")
+    if not required:
+        return True
+    try:
+        return NodeSelector.parse(required).matches(node_labels, node_name)
+    except SelectorError:
+        return False
+
+
+def topology_terms_match(terms: Iterable[Obj] | None, node_labels: Mapping[str, str]) -> bool:
+    """A StorageClass's allowedTopologies: no terms allow every node; terms are ORed."""
+    terms = list(terms or ())
+    if not terms:
+        return True
+    for term in terms:
+        expressions = term.get("matchLabelExpressions") or ()
+        if all(node_labels.get(e.get("key")) in (e.get("values") or ()) for e in expressions):
+            return True
+    return False
+
+
+def bind_volume_to_claim(pv: Obj, pvc: Obj) -> dict[str, Any]:
+    """A copy of ``pv`` whose claimRef points at ``pvc``, as the binder writes it."""
+    pvc_meta = meta(pvc)
+    new = dict(pv)
+    new_meta = dict(meta(pv))
+    new_meta["annotations"] = {**(new_meta.get("annotations") or {}), ANN_BOUND_BY_CONTROLLER: "yes"}
+    new["metadata"] = new_meta
+    new["spec"] = {
+        **spec(pv),
+        "claimRef": {
+            "kind": "PersistentVolumeClaim",
+            "apiVersion": "v1",
+            "namespace": pvc_meta.get("namespace"),
+            "name": pvc_meta.get("name"),
+            "uid": pvc_meta.get("uid"),
+            "resourceVersion": pvc_meta.get("resourceVersion"),
+        },
+    }
+    return new
+
+
+def find_matching_volume(
+    pvc: Obj,
+    volumes: Iterable[Obj],
+    node_labels: Mapping[str, str],
+    node_name: str = "",
+    excluded: frozenset[str] | set[str] = frozenset(),
+) -> Obj | None:
+    """The smallest volume that satisfies the claim on this node; a volume pre-bound to the
+    claim wins at once (or nothing, if that one does not fit the node)."""
+    wanted = requested_storage(pvc)
+    wanted_class = claim_class(pvc)
+    wanted_modes = set(access_modes(pvc))
+    wanted_mode = spec(pvc).get("volumeMode") or "Filesystem"
+    try:
+        selector = LabelSelector.parse(spec(pvc).get("selector"))
+    except SelectorError:
+        return None
+    best: Obj | None = None
+    best_size = 0
+    for pv in volumes:
+        if name_of(pv) in excluded:
+            continue
+        bound_here = is_bound_to_claim(pv, pvc)
+        if spec(pv).get("claimRef") and not bound_here:
+            continue
+        size = volume_capacity(pv)
+        if size < wanted or (spec(pv).get("volumeMode") or "Filesystem") != wanted_mode:
+            continue
+        if meta(pv).get("deletionTimestamp"):
+            continue
+        fits_node = node_affinity_matches(pv, node_labels, node_name)
+        if bound_here:
+            return pv if fits_node else None
+        if (pv.get("status") or {}).get("phase") != "Available":
+            continue
+        if selector is not None and not selector.matches(meta(pv).get("labels") or {}):
+            continue
+        if volume_class(pv) != wanted_class or not fits_node:
+            continue
+        if not wanted_modes <= set(access_modes(pv)):
+            continue
+        if best is None or size < best_size:
+            best, best_size = pv, size
+    return best
+
+
+def pod_claim_names(pod_name: str, volumes: Iterable[Obj]) -> list[tuple[str, bool]]:
+    """``(claim name, is ephemeral)`` for each PVC-backed volume of a pod."""
+    claims = []
+    for volume in volumes:
+        source = volume.get("persistentVolumeClaim")
+        if source is not None:
+            claims.append((str(source.get("claimName") or ""), False))
+        elif volume.get("ephemeral") is not None:
+            claims.append((f"{pod_name}-{volume.get('name', '')}", True))
+    return claims

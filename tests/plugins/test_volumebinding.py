@@ -1,0 +1,421 @@
+"""VolumeBinding: claim sorting in PreFilter, per-node volume choice in Filter, and the
+Reserve → PreBind → Unreserve life of the chosen bindings (upstream volume_binding_test.go)."""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from builders import FakeClient, FakeHandle, make_node, make_pod, table_of
+from volume_builders import (
+    HOSTNAME,
+    ZONE,
+    affinity,
+    capacity,
+    csi_driver,
+    pv,
+    pvc,
+    storage_class,
+    volume_pod,
+)
+
+from scheduler.framework import ApiResponse, Code, CycleState, Status
+from scheduler.plugins.volumebinding import VolumeBinding
+from scheduler.plugins.volumebinding.binder import (
+    ERR_REASON_BIND_CONFLICT,
+    ERR_REASON_NODE_CONFLICT,
+    ERR_REASON_NOT_ENOUGH_SPACE,
+    ERR_REASON_PV_NOT_EXIST,
+    ERR_UNBOUND_IMMEDIATE,
+)
+from scheduler.plugins.volumebinding.storage import ANN_SELECTED_NODE
+
+NODES = [
+    make_node("node-a", labels={ZONE: "a"}),
+    make_node("node-b", labels={ZONE: "b"}),
+    make_node("node-c", labels={ZONE: "b"}),
+]
+CLASSES = [
+    storage_class("local"),
+    storage_class("fast", mode="Immediate", provisioner="csi.example.com"),
+    storage_class("dynamic", provisioner="csi.example.com"),
+    storage_class(
+        "zonal",
+        provisioner="csi.example.com",
+        allowed_topologies=[{"matchLabelExpressions": [{"key": ZONE, "values": ["a"]}]}],
+    ),
+    storage_class("tracked", provisioner="tracked.csi.example.com"),
+]
+
+
+def make_plugin(
+    objects: dict[str, list[dict[str, Any]]], client: FakeClient | None = None, timeout: int = 600
+):
+    listers = {"storageclasses": CLASSES, **objects}
+    handle = FakeHandle(table_of(NODES), client=client, listers=listers)
+    plugin = VolumeBinding(SimpleNamespace(bind_timeout_seconds=timeout), handle)
+    plugin.binder.poll_interval = 0.005
+    return plugin, handle
+
+
+def run_filters(
+    plugin: VolumeBinding, handle: FakeHandle, pod
+) -> tuple[Status | None, dict[str, Status | None]]:
+    state = CycleState()
+    _, status = plugin.pre_filter(state, pod, handle.snapshot)
+    if status is not None:
+        return status, {}
+    return None, {info.name: plugin.filter(state, pod, info) for info in handle.snapshot.node_infos()}
+
+
+def reasons(by_node: dict[str, Status | None]) -> dict[str, tuple[str, ...]]:
+    return {name: status.reasons if status else () for name, status in by_node.items()}
+
+
+def test_a_pod_without_claims_is_skipped_cheaply():
+    plugin, handle = make_plugin({})
+    _, status = plugin.pre_filter(CycleState(), make_pod("plain"), handle.snapshot)
+    assert status is not None and status.is_skip
+
+
+@pytest.mark.parametrize(
+    ("objects", "claim", "message"),
+    [
+        ({}, "data", 'persistentvolumeclaim "data" not found'),
+        (
+            {"persistentvolumeclaims": [pvc("data", storage_class="fast")]},
+            "data",
+            ERR_UNBOUND_IMMEDIATE,
+        ),
+        (
+            {"persistentvolumeclaims": [pvc("data", storage_class=None)]},
+            "data",
+            ERR_UNBOUND_IMMEDIATE,
+        ),
+        (
+            {"persistentvolumeclaims": [pvc("data", storage_class="local", volume_name="pv-1")]},
+            "data",
+            ERR_UNBOUND_IMMEDIATE,
+        ),
+    ],
+    ids=[
+        "a missing claim is unresolvable with upstream's not-found message",
+        "an unbound claim of an Immediate class waits for the PV controller",
+        "an unbound claim without a class is immediate too",
+        "a claim pre-bound to a volume but not bound yet is treated as immediate",
+    ],
+)
+def test_pre_filter_rejects_claims_the_scheduler_cannot_help(objects, claim, message):
+    plugin, handle = make_plugin(objects)
+    status, _ = run_filters(plugin, handle, volume_pod("p", claim))
+    assert status == Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (message,))
+
+
+NO_PV = (ERR_REASON_BIND_CONFLICT,)
+
+
+@pytest.mark.parametrize(
+    ("objects", "claims", "expected"),
+    [
+        (
+            {
+                "persistentvolumeclaims": [pvc("data", volume_name="pv-a", bound=True)],
+                "persistentvolumes": [
+                    pv("pv-a", node_affinity=affinity(HOSTNAME, "node-a"), claim=("default", "data"))
+                ],
+            },
+            ("data",),
+            {"node-a": (), "node-b": (ERR_REASON_NODE_CONFLICT,), "node-c": (ERR_REASON_NODE_CONFLICT,)},
+        ),
+        (
+            {"persistentvolumeclaims": [pvc("data", volume_name="gone", bound=True)]},
+            ("data",),
+            {n: (ERR_REASON_PV_NOT_EXIST,) for n in ("node-a", "node-b", "node-c")},
+        ),
+        (
+            {
+                "persistentvolumeclaims": [pvc("data")],
+                "persistentvolumes": [pv("pv-b", node_affinity=affinity(HOSTNAME, "node-b"))],
+            },
+            ("data",),
+            {"node-a": NO_PV, "node-b": (), "node-c": NO_PV},
+        ),
+        (
+            {
+                "persistentvolumeclaims": [pvc("data", size="20Gi")],
+                "persistentvolumes": [pv("pv-b", size="10Gi", node_affinity=affinity(HOSTNAME, "node-b"))],
+            },
+            ("data",),
+            {n: NO_PV for n in ("node-a", "node-b", "node-c")},
+        ),
+        (
+            {
+                "persistentvolumeclaims": [pvc("data", modes=("ReadWriteMany",))],
+                "persistentvolumes": [pv("pv-b", node_affinity=affinity(HOSTNAME, "node-b"))],
+            },
+            ("data",),
+            {n: NO_PV for n in ("node-a", "node-b", "node-c")},
+        ),
+        (
+            {
+                "persistentvolumeclaims": [pvc("data")],
+                "persistentvolumes": [
+                    pv("pv-b", phase="Released", node_affinity=affinity(HOSTNAME, "node-b"))
+                ],
+            },
+            ("data",),
+            {n: NO_PV for n in ("node-a", "node-b", "node-c")},
+        ),
+        (
+            {
+                "persistentvolumeclaims": [pvc("data")],
+                "persistentvolumes": [pv("pv-z", node_affinity=affinity(ZONE, "b"), storage_class="other")],
+            },
+            ("data",),
+            {n: NO_PV for n in ("node-a", "node-b", "node-c")},
+        ),
+        (
+            {
+                "persistentvolumeclaims": [pvc("one"), pvc("two")],
+                "persistentvolumes": [pv("only", node_affinity=affinity(ZONE, "b"))],
+            },
+            ("one", "two"),
+            {n: NO_PV for n in ("node-a", "node-b", "node-c")},
+        ),
+        (
+            {"persistentvolumeclaims": [pvc("data", storage_class="dynamic")]},
+            ("data",),
+            {"node-a": (), "node-b": (), "node-c": ()},
+        ),
+        (
+            {"persistentvolumeclaims": [pvc("data", storage_class="zonal")]},
+            ("data",),
+            {"node-a": (), "node-b": NO_PV, "node-c": NO_PV},
+        ),
+        (
+            {
+                "persistentvolumeclaims": [
+                    pvc("data", storage_class="dynamic", annotations={ANN_SELECTED_NODE: "node-c"})
+                ]
+            },
+            ("data",),
+            {"node-a": NO_PV, "node-b": NO_PV, "node-c": ()},
+        ),
+        (
+            {
+                "persistentvolumeclaims": [pvc("data", storage_class="tracked", size="5Gi")],
+                "csidrivers": [csi_driver("tracked.csi.example.com", storage_capacity=True)],
+                "csistoragecapacities": [
+                    capacity("cap-a", "tracked", "100Gi", {ZONE: "a"}),
+                    capacity("cap-b", "tracked", "1Gi", {ZONE: "b"}),
+                ],
+            },
+            ("data",),
+            {
+                "node-a": (),
+                "node-b": (ERR_REASON_NOT_ENOUGH_SPACE,),
+                "node-c": (ERR_REASON_NOT_ENOUGH_SPACE,),
+            },
+        ),
+        (
+            {
+                "persistentvolumeclaims": [pvc("data", storage_class="tracked")],
+                "csidrivers": [csi_driver("tracked.csi.example.com", storage_capacity=False)],
+            },
+            ("data",),
+            {"node-a": (), "node-b": (), "node-c": ()},
+        ),
+    ],
+    ids=[
+        "a bound volume pinned to one node keeps the pod there",
+        "a claim bound to a volume that no longer exists fails everywhere",
+        "a delayed claim finds the only matching local volume on its node",
+        "a volume smaller than the request does not match",
+        "a volume without the requested access mode does not match",
+        "a volume that is not Available does not match",
+        "a volume of another class does not match",
+        "two claims never share one volume",
+        "a class with a provisioner can provision on every node",
+        "allowed topologies of the class limit provisioning to their zone",
+        "a claim already selected for a node keeps the pod on that node",
+        "storage capacity tracking needs enough capacity reachable from the node",
+        "a driver without capacity tracking ignores capacity objects",
+    ],
+)
+def test_filter_checks_each_node_against_the_pods_claims(objects, claims, expected):
+    plugin, handle = make_plugin(objects)
+    status, by_node = run_filters(plugin, handle, volume_pod("p", *claims))
+    assert status is None
+    assert reasons(by_node) == expected
+    assert all(s is None or s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE for s in by_node.values())
+
+
+def test_the_smallest_volume_that_fits_is_chosen():
+    volumes = [
+        pv(name, size=size, node_affinity=affinity(ZONE, "b"))
+        for name, size in (("big", "100Gi"), ("small", "6Gi"), ("tiny", "1Gi"))
+    ]
+    plugin, handle = make_plugin(
+        {"persistentvolumeclaims": [pvc("data", size="5Gi")], "persistentvolumes": volumes}
+    )
+    state = CycleState()
+    pod = volume_pod("p", "data")
+    plugin.pre_filter(state, pod, handle.snapshot)
+    assert plugin.filter(state, pod, handle.snapshot.get("node-b")) is None
+    plugin.reserve(state, pod, "node-b")
+    assert plugin.binder.pv_cache.get("small")["spec"]["claimRef"]["name"] == "data"
+
+
+def test_reserve_takes_the_volume_from_the_next_pod_and_unreserve_gives_it_back():
+    objects = {
+        "persistentvolumeclaims": [pvc("first"), pvc("second")],
+        "persistentvolumes": [pv("only", node_affinity=affinity(HOSTNAME, "node-b"))],
+    }
+    plugin, handle = make_plugin(objects)
+    first, second = volume_pod("first", "first"), volume_pod("second", "second")
+    state = CycleState()
+    plugin.pre_filter(state, first, handle.snapshot)
+    assert plugin.filter(state, first, handle.snapshot.get("node-b")) is None
+    assert plugin.reserve(state, first, "node-b") is None
+
+    _, by_node = run_filters(plugin, handle, second)
+    assert reasons(by_node)["node-b"] == NO_PV
+
+    plugin.unreserve(state, first, "node-b")
+    _, by_node = run_filters(plugin, handle, second)
+    assert reasons(by_node)["node-b"] == ()
+
+
+def test_an_assumption_gives_way_once_the_informer_has_a_newer_object():
+    objects = {"persistentvolumeclaims": [pvc("data")], "persistentvolumes": [pv("only")]}
+    plugin, handle = make_plugin(objects)
+    pod = volume_pod("p", "data")
+    state = CycleState()
+    plugin.pre_filter(state, pod, handle.snapshot)
+    plugin.filter(state, pod, handle.snapshot.get("node-a"))
+    plugin.reserve(state, pod, "node-a")
+    assert plugin.binder.pv_cache.is_assumed("only")
+    handle.lister("persistentvolumes").put(pv("only", phase="Released"))  # a newer resourceVersion
+    assert plugin.binder.pv_cache.get("only")["status"]["phase"] == "Released"
+    assert not plugin.binder.pv_cache.is_assumed("only")
+
+
+def _as_written(obj: dict[str, Any]) -> dict[str, Any]:
+    """What the API server answers to a PUT: the object with a newer resourceVersion."""
+    return {**obj, "metadata": {**obj["metadata"], "resourceVersion": "900000"}}
+
+
+async def test_pre_bind_writes_the_claim_ref_and_waits_until_the_claim_is_bound():
+    claim = pvc("data")
+    volume = pv("only", node_affinity=affinity(ZONE, "a"))
+    answered = _as_written(pv("only", node_affinity=affinity(ZONE, "a"), claim=("default", "data")))
+    client = FakeClient(responses=[ApiResponse(200, answered)])
+    plugin, handle = make_plugin({"persistentvolumeclaims": [claim], "persistentvolumes": [volume]}, client)
+    pod = volume_pod("p", "data")
+    state = CycleState()
+    plugin.pre_filter(state, pod, handle.snapshot)
+    plugin.filter(state, pod, handle.snapshot.get("node-a"))
+    plugin.reserve(state, pod, "node-a")
+
+    async def pv_controller() -> None:
+        await asyncio.sleep(0.02)
+        handle.lister("persistentvolumes").put(answered)
+        await asyncio.sleep(0.02)
+        assert not done.done()  # the claim is not bound yet: PreBind still waits
+        handle.lister("persistentvolumeclaims").put(pvc("data", volume_name="only", bound=True))
+
+    done = asyncio.ensure_future(plugin.pre_bind(state, pod, "node-a"))
+    await pv_controller()
+    assert await done is None
+    [request] = client.requests
+    assert (request.method, request.path) == ("PUT", "/api/v1/persistentvolumes/only")
+    assert request.body["spec"]["claimRef"] == {
+        "kind": "PersistentVolumeClaim",
+        "apiVersion": "v1",
+        "namespace": "default",
+        "name": "data",
+        "uid": "uid-pvc-data",
+        "resourceVersion": claim["metadata"]["resourceVersion"],
+    }
+    assert request.body["metadata"]["annotations"]["pv.kubernetes.io/bound-by-controller"] == "yes"
+
+
+async def test_pre_bind_asks_for_provisioning_by_annotating_the_selected_node():
+    claim = pvc("data", storage_class="dynamic")
+    client = FakeClient(responses=[ApiResponse(200, _as_written(claim))])
+    plugin, handle = make_plugin({"persistentvolumeclaims": [claim]}, client, timeout=0)
+    pod = volume_pod("p", "data")
+    state = CycleState()
+    plugin.pre_filter(state, pod, handle.snapshot)
+    plugin.filter(state, pod, handle.snapshot.get("node-c"))
+    plugin.reserve(state, pod, "node-c")
+    status = await plugin.pre_bind(state, pod, "node-c")
+    [request] = client.requests
+    assert (request.method, request.path) == ("PUT", "/api/v1/namespaces/default/persistentvolumeclaims/data")
+    assert request.body["metadata"]["annotations"][ANN_SELECTED_NODE] == "node-c"
+    # nobody provisions here: the (zero) bind timeout runs out
+    assert status is not None and status.code == Code.ERROR
+    assert status.reasons == ("binding volumes: timed out waiting for the condition",)
+
+
+async def test_pre_bind_fails_when_the_provisioner_gives_the_claim_back():
+    claim = pvc("data", storage_class="dynamic")
+    client = FakeClient(responses=[ApiResponse(200, _as_written(claim))])
+    plugin, handle = make_plugin({"persistentvolumeclaims": [claim]}, client)
+    pod = volume_pod("p", "data")
+    state = CycleState()
+    plugin.pre_filter(state, pod, handle.snapshot)
+    plugin.filter(state, pod, handle.snapshot.get("node-c"))
+    plugin.reserve(state, pod, "node-c")
+    handle.lister("persistentvolumeclaims").put(_as_written(claim))  # selected-node removed again
+    status = await plugin.pre_bind(state, pod, "node-c")
+    assert status is not None and status.reasons == ('provisioning failed for PVC "data"',)
+
+
+async def test_pre_bind_fails_with_the_api_error_and_unreserve_reverts():
+    client = FakeClient(responses=[ApiResponse(409, {"message": "the object has been modified"})])
+    plugin, handle = make_plugin(
+        {"persistentvolumeclaims": [pvc("data")], "persistentvolumes": [pv("only")]}, client
+    )
+    pod = volume_pod("p", "data")
+    state = CycleState()
+    plugin.pre_filter(state, pod, handle.snapshot)
+    plugin.filter(state, pod, handle.snapshot.get("node-a"))
+    plugin.reserve(state, pod, "node-a")
+    status = await plugin.pre_bind(state, pod, "node-a")
+    assert status is not None and status.code == Code.ERROR
+    assert "409 the object has been modified" in status.message()
+    plugin.unreserve(state, pod, "node-a")
+    assert not plugin.binder.pv_cache.is_assumed("only")
+
+
+async def test_reserve_and_pre_bind_do_nothing_for_pods_without_claims_or_already_bound():
+    client = FakeClient()
+    objects = {
+        "persistentvolumeclaims": [pvc("data", volume_name="pv-a", bound=True)],
+        "persistentvolumes": [pv("pv-a", claim=("default", "data"))],
+    }
+    plugin, handle = make_plugin(objects, client)
+    for pod in (make_pod("plain"), volume_pod("bound", "data")):
+        state = CycleState()
+        plugin.pre_filter(state, pod, handle.snapshot)
+        if plugin.name not in state.skip_filter_plugins:
+            plugin.filter(state, pod, handle.snapshot.get("node-a"))
+        assert plugin.reserve(state, pod, "node-a") is None
+        assert await plugin.pre_bind(state, pod, "node-a") is None
+    assert client.requests == []
+
+
+@pytest.mark.parametrize(
+    ("namespace", "name", "queued"),
+    [("default", "data", True), ("default", "other", False), ("elsewhere", "data", False)],
+    ids=["the pod's own claim queues it", "another claim does not", "a claim of another namespace does not"],
+)
+def test_claim_events_queue_only_pods_that_use_the_claim(namespace, name, queued):
+    plugin, _ = make_plugin({})
+    hint = next(e.hint for e in plugin.events_to_register() if e.event.resource == "PersistentVolumeClaim")
+    assert hint is not None
+    result = hint(volume_pod("p", "data"), None, pvc(name, namespace=namespace))
+    assert (result.name == "QUEUE") is queued
