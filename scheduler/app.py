@@ -208,6 +208,7 @@ class SchedulerApp:
                 self.recorders[profile.scheduler_name].record,
                 lambda node: self.queue.nominated_pods_for_node(node),
                 listers,
+                metrics=self.metrics,
             )
             self.frameworks[profile.scheduler_name] = Framework(
                 profile,

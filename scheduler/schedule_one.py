@@ -26,15 +26,16 @@ from scheduler.framework import (
     CycleState,
     Diagnosis,
     PostFilterResult,
+    PreFilterResult,
     QueuedPodInfo,
     Status,
 )
 from scheduler.framework.interface import ASSIGNED_POD, ClusterEvent
 from scheduler.runtime import CycleError, Framework
+from scheduler.runtime.framework import nominated_pods_to_respect
 
 log = logging.getLogger(__name__)
 
-NOTE_LENGTH_LIMIT = 1024  # events' note limit; longer messages are cut as upstream does
 POD_REASON_UNSCHEDULABLE = "Unschedulable"
 POD_REASON_SCHEDULER_ERROR = "SchedulerError"
 ASSIGNED_POD_DELETE = ClusterEvent(ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete")
@@ -48,13 +49,6 @@ class EventSink(Protocol):
 StatusPatcher = Callable[[Pod, dict[str, Any] | None, str | None], Awaitable[None]]
 
 
-def truncate_message(message: str) -> str:
-    if len(message) <= NOTE_LENGTH_LIMIT:
-        return message
-    suffix = " ..."
-    return message[: NOTE_LENGTH_LIMIT - len(suffix)] + suffix
-
-
 def fit_error_message(num_all_nodes: int, diagnosis: Diagnosis) -> str:
     """``0/N nodes are available: <count> <reason>, ... <postfilter>.`` exactly as upstream words it."""
     message = f"0/{num_all_nodes} nodes are available:"
@@ -62,11 +56,17 @@ def fit_error_message(num_all_nodes: int, diagnosis: Diagnosis) -> str:
         message += f" {diagnosis.pre_filter_msg}."
     else:
         counts = Counter(reason for status in diagnosis.node_to_status.values() for reason in status.reasons)
+        absent = num_all_nodes - len(diagnosis.node_to_status)
+        if absent > 0 and diagnosis.absent_nodes_status is not None:
+            # nodes a PreFilter result excluded share one status
+            for reason in diagnosis.absent_nodes_status.reasons:
+                counts[reason] += absent
         histogram = sorted(f"{count} {reason}" for reason, count in counts.items())
         if histogram:
             message += f" {', '.join(histogram)}."
     if diagnosis.post_filter_msg:
-        message += f" {diagnosis.post_filter_msg}."
+        # PostFilter messages carry their own final period.
+        message += f" {diagnosis.post_filter_msg}"
     return message
 
 
@@ -123,13 +123,17 @@ class Scheduler:
             if info is None:
                 return
             await self._binding_slots.acquire()
+            binding = False
             try:
-                self.schedule_one(info)
+                binding = self.schedule_one(info)
             except Exception:
                 # Never let one pod take the loop down; the pod is retried.
                 log.exception("unexpected error scheduling pod %s", info.pod.key)
-                self._binding_slots.release()
                 self.queue.add_unschedulable(info, self.queue.scheduling_cycle())
+            finally:
+                # The slot now belongs to the binding task, or is free again.
+                if not binding:
+                    self._binding_slots.release()
             # Let informer events in between decisions even when the queue is never empty.
             await asyncio.sleep(0)
 
@@ -147,8 +151,8 @@ class Scheduler:
 
     # ------------------------------------------------------------------ scheduling cycle
 
-    def schedule_one(self, info: QueuedPodInfo) -> None:
-        """One scheduling cycle; on success a binding task is started (it owns a binding slot)."""
+    def schedule_one(self, info: QueuedPodInfo) -> bool:
+        """One scheduling cycle; True when a binding task was started (it then owns a binding slot)."""
         pod = info.pod
         fwk = self.frameworks.get(pod.scheduler_name)
         if fwk is None or pod.is_terminating or self.cache.is_assumed(pod.uid):
@@ -157,8 +161,7 @@ class Scheduler:
                     pod, "Warning", "FailedScheduling", "Scheduling", f"skip schedule deleting pod: {pod.key}"
                 )
             self.queue.done(pod.uid)
-            self._binding_slots.release()
-            return
+            return False
 
         start = time.perf_counter()
         state = CycleState()
@@ -167,7 +170,7 @@ class Scheduler:
             result = self._schedule_pod(fwk, state, pod)
         except CycleError as exc:
             self._fail(fwk, info, exc.status, None, None, start, cycle)
-            return
+            return False
         if isinstance(result, FitError):
             nominated = None
             if fwk.post_filter_plugins:
@@ -177,26 +180,52 @@ class Scheduler:
                     if post_status.code == Code.ERROR:
                         log.error("PostFilter failed for pod %s: %s", pod.key, post_status.message())
                 nominated = post_result
+                self._record_nomination(pod, post_result)
             status = Status(Code.UNSCHEDULABLE, (result.message(),))
             self._fail(fwk, info, status, result, nominated, start, cycle)
-            return
+            return False
         self._observe_algorithm(start)
 
         assumed = dataclasses.replace(pod, node_name=result.node_name)
         self.cache.assume_pod(assumed)
-        status = fwk.run_reserve(state, assumed, result.node_name)
-        if status is None:
-            status = fwk.run_permit(state, assumed, result.node_name)
+        try:
+            # Placed now: its nomination must stop holding room on the nominated node.
+            self.queue.delete_nominated_pod(assumed)
+            status = fwk.run_reserve(state, assumed, result.node_name)
+            if status is None:
+                status = fwk.run_permit(state, assumed, result.node_name)
+        except Exception:
+            self.cache.forget_pod(assumed)
+            raise
         if status is not None and status.code != Code.WAIT:
             fwk.run_unreserve(state, assumed, result.node_name)
             self.cache.forget_pod(assumed)
             fit = self._single_node_fit_error(result.node_name, status) if status.is_rejected else None
             self._fail(fwk, info, status, fit, None, start, cycle)
-            return
+            return False
 
         task = asyncio.create_task(self._binding_cycle(fwk, state, info, assumed, result, start, cycle))
         self._bindings.add(task)
         task.add_done_callback(self._binding_done)
+        return True
+
+    def _record_nomination(self, pod: Pod, result: PostFilterResult | None) -> None:
+        """Follow PostFilter's verdict at once, before the API reflects the status patch."""
+        if result is None:
+            return
+        if result.nominated_node_name:
+            self.queue.add_nominated_pod(pod, result.nominated_node_name)
+        else:
+            self.queue.delete_nominated_pod(pod)
+
+    def _nominated_to_respect(self, pod: Pod) -> dict[str, list[Pod]]:
+        """Per node, the nominated pods ``pod`` must leave room for (usually none)."""
+        nominated: dict[str, list[Pod]] = {}
+        for node in self.queue.nominated_node_names():
+            pods = nominated_pods_to_respect(pod, self.queue.nominated_pods_for_node(node))
+            if pods:
+                nominated[node] = pods
+        return nominated
 
     def _binding_done(self, task: asyncio.Task[None]) -> None:
         self._bindings.discard(task)
@@ -220,6 +249,12 @@ class Scheduler:
                 diagnosis.pending_plugins, diagnosis.unschedulable_plugins = plugins, set()
             return FitError(num_nodes, diagnosis)
 
+        nominated = self._nominated_to_respect(pod)
+        if pod.nominated_node_name:
+            chosen = self._evaluate_nominated_node(fwk, state, pod, snapshot, pre_result, nominated)
+            if chosen is not None:
+                return chosen
+
         order = snapshot.order
         start_index = fwk.next_start_index(num_nodes)
         candidates = np.concatenate((order[start_index:], order[:start_index])) if start_index else order
@@ -232,7 +267,7 @@ class Scheduler:
                 f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(plugins))}]"
             )
 
-        feasible, rejections, processed = fwk.find_feasible(state, pod, snapshot, candidates)
+        feasible, rejections, processed = fwk.find_feasible(state, pod, snapshot, candidates, nominated)
         fwk.advance_start_index(processed, num_nodes)
         if len(feasible) == 0:
             diagnosis = rejections.to_diagnosis(snapshot.table)
@@ -246,6 +281,26 @@ class Scheduler:
         totals = fwk.run_scoring(state, pod, table, feasible)
         chosen = int(feasible[fwk.select_host(totals)])
         return ScheduleResult(table.info(chosen).name, evaluated, len(feasible))
+
+    @staticmethod
+    def _evaluate_nominated_node(
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        snapshot: Any,
+        pre_result: PreFilterResult | None,
+        nominated: Mapping[str, list[Pod]],
+    ) -> ScheduleResult | None:
+        """Upstream's evaluateNominatedNode: a preemptor takes the node it freed if it fits there,
+        without scoring; otherwise the whole cluster is searched as usual."""
+        name = pod.nominated_node_name
+        info = snapshot.get(name)
+        if info is None:
+            return None
+        if pre_result is not None and pre_result.node_names is not None and name not in pre_result.node_names:
+            return None
+        feasible, _, _ = fwk.find_feasible(state, pod, snapshot, np.array([info.slot]), nominated)
+        return ScheduleResult(name, 1, 1) if len(feasible) else None
 
     @staticmethod
     def _single_node_fit_error(node_name: str, status: Status) -> FitError:
@@ -335,7 +390,7 @@ class Scheduler:
             info.pod = current
             self.queue.add_unschedulable(info, cycle)
 
-        self.events.record(pod, "Warning", "FailedScheduling", "Scheduling", truncate_message(message))
+        self.events.record(pod, "Warning", "FailedScheduling", "Scheduling", message)
         if current is None:
             return
         condition = {
@@ -344,10 +399,9 @@ class Scheduler:
             "reason": reason,
             "message": message,
         }
-        nominated_node = (
-            nominated.nominated_node_name if nominated and nominated.nominated_node_name else None
-        )
-        if _condition_unchanged(current, condition) and nominated_node is None:
+        # A PostFilter result sets the nominated node, or clears it with an empty name.
+        nominated_node = nominated.nominated_node_name if nominated is not None else None
+        if _condition_unchanged(current, condition) and nominated_node in (None, current.nominated_node_name):
             return
         task = asyncio.create_task(self._patch(current, condition, nominated_node))
         self._side_tasks.add(task)
@@ -377,7 +431,7 @@ class Scheduler:
         if info.initial_attempt_timestamp is not None:
             attempts = "15+" if info.attempts >= 15 else str(info.attempts)
             m.pod_scheduling_sli_duration.labels(attempts=attempts).observe(
-                max(0.0, time.time() - info.initial_attempt_timestamp)
+                max(0.0, self.queue.now() - info.initial_attempt_timestamp)
             )
 
     def _observe_failure(self, fwk: Framework, reason: str, start: float) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from scheduler.framework import PluginFactory
 from scheduler.plugins.defaultbinder import DefaultBinder
+from scheduler.plugins.defaultpreemption import DefaultPreemption
 from scheduler.plugins.imagelocality import ImageLocality
 from scheduler.plugins.interpodaffinity import InterPodAffinity
 from scheduler.plugins.nodeaffinity import NodeAffinity
@@ -11,10 +12,14 @@ from scheduler.plugins.nodename import NodeName
 from scheduler.plugins.nodeports import NodePorts
 from scheduler.plugins.noderesources import BalancedAllocation, Fit
 from scheduler.plugins.nodeunschedulable import NodeUnschedulable
+from scheduler.plugins.nodevolumelimits import NodeVolumeLimits
 from scheduler.plugins.podtopologyspread import PodTopologySpread
 from scheduler.plugins.queuesort import PrioritySort
 from scheduler.plugins.schedulinggates import SchedulingGates
 from scheduler.plugins.tainttoleration import TaintToleration
+from scheduler.plugins.volumebinding import VolumeBinding
+from scheduler.plugins.volumerestrictions import VolumeRestrictions
+from scheduler.plugins.volumezone import VolumeZone
 
 
 def in_tree_registry() -> dict[str, PluginFactory]:
@@ -32,6 +37,11 @@ def in_tree_registry() -> dict[str, PluginFactory]:
         InterPodAffinity,
         BalancedAllocation,
         ImageLocality,
+        VolumeRestrictions,
+        NodeVolumeLimits,
+        VolumeBinding,
+        VolumeZone,
+        DefaultPreemption,
         DefaultBinder,
     )
     return {plugin.name: plugin for plugin in plugins}

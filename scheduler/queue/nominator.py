@@ -41,5 +41,9 @@ class Nominator:
         if not pods:
             del self._by_node[node]
 
+    def nodes(self) -> list[str]:
+        """Nodes with at least one nominated pod (few: only preemption nominates)."""
+        return list(self._by_node)
+
     def pods_for_node(self, node_name: str) -> list[Pod]:
         return list(self._by_node.get(node_name, {}).values())

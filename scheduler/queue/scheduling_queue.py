@@ -306,10 +306,18 @@ class SchedulingQueue:
             await asyncio.sleep(BACKOFF_WINDOW - (self._clock() % BACKOFF_WINDOW))
             if self._closed:
                 return
-            self._flush_backoff_completed()
-            if self._clock() - last_leftover_flush >= UNSCHEDULABLE_FLUSH_INTERVAL:
-                last_leftover_flush = self._clock()
-                self._flush_unschedulable_leftover()
+            try:
+                self._flush_backoff_completed()
+                if self._clock() - last_leftover_flush >= UNSCHEDULABLE_FLUSH_INTERVAL:
+                    last_leftover_flush = self._clock()
+                    self._flush_unschedulable_leftover()
+            except Exception:
+                # A failing plugin hook must not stop the flusher for every other pod.
+                log.exception("flushing the scheduling queue failed; retrying at the next window")
+
+    def now(self) -> float:
+        """The queue's clock (QueuedPodInfo timestamps are on it)."""
+        return self._clock()
 
     def close(self) -> None:
         self._closed = True
@@ -331,6 +339,9 @@ class SchedulingQueue:
 
     def nominated_pods_for_node(self, node_name: str) -> list[Pod]:
         return self._nominator.pods_for_node(node_name)
+
+    def nominated_node_names(self) -> list[str]:
+        return self._nominator.nodes()
 
     def add_nominated_pod(self, pod: Pod, node_name: str) -> None:
         """Record a nomination made by this scheduler (preemption) before the API reflects it."""

@@ -20,11 +20,14 @@ from scheduler.config import Plugins, Profile
 from scheduler.framework import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
+    ActionType,
+    ClusterEvent,
     ClusterEventWithHint,
     Code,
     CycleState,
     Diagnosis,
     Handle,
+    NodeInfo,
     NodeLister,
     NodeTable,
     PluginFactory,
@@ -33,6 +36,7 @@ from scheduler.framework import (
     QueuedPodInfo,
     Status,
 )
+from scheduler.framework.interface import WILDCARD
 from scheduler.runtime.waiting import WaitingPod
 
 log = logging.getLogger(__name__)
@@ -52,6 +56,8 @@ EXTENSION_METHODS: dict[str, str] = {
     "bind": "bind",
     "post_bind": "post_bind",
 }
+
+_ANY_EVENT = ClusterEventWithHint(ClusterEvent(WILDCARD, ActionType.ALL))
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
@@ -159,6 +165,9 @@ class Framework:
             else percentage_of_nodes_to_score
         )
         self.plugins: dict[str, Any] = {}
+        attach = getattr(handle, "attach_framework", None)
+        if callable(attach):  # lets PostFilter plugins re-run the filters (preemption)
+            attach(self)
 
         def instance(name: str) -> Any:
             if name not in self.plugins:
@@ -201,18 +210,25 @@ class Framework:
 
     def pre_enqueue(self, pod: Pod) -> tuple[str, Status | None]:
         for plugin in self.pre_enqueue_plugins:
-            status = plugin.pre_enqueue(pod)
+            try:
+                status = plugin.pre_enqueue(pod)
+            except Exception as exc:  # the pod stays gated, as upstream keeps it out on an error
+                log.exception("PreEnqueue plugin %s failed for pod %s", plugin.name, pod.key)
+                status = Status.from_error(exc, plugin.name)
             if status is not None and not status.is_success:
                 return plugin.name, status.with_plugin(plugin.name)
         return "", None
 
     def events_to_register(self) -> dict[str, list[ClusterEventWithHint]]:
-        """Cluster events per plugin, for the queue's hints (plugins without the method: none)."""
+        """Cluster events per plugin, for the queue's hints.
+
+        A plugin that does not say which events help its rejected pods gets every event, as
+        upstream does, so its pods never wait for the five-minute flush.
+        """
         events: dict[str, list[ClusterEventWithHint]] = {}
         for name, plugin in self.plugins.items():
             register = getattr(plugin, "events_to_register", None)
-            if callable(register):
-                events[name] = list(register())
+            events[name] = list(register()) if callable(register) else [_ANY_EVENT]
         return events
 
     # ------------------------------------------------------------------ filter
@@ -256,13 +272,20 @@ class Framework:
         return result, None, set(narrowing)
 
     def find_feasible(
-        self, state: CycleState, pod: Pod, snapshot: NodeLister, candidates: np.ndarray
+        self,
+        state: CycleState,
+        pod: Pod,
+        snapshot: NodeLister,
+        candidates: np.ndarray,
+        nominated: Mapping[str, Sequence[Pod]] | None = None,
     ) -> tuple[np.ndarray, Rejections, int]:
         """Feasible slots (in evaluation order, at most the number to find), rejections, nodes processed.
 
         ``candidates`` are slots in evaluation order. Batch filters run first over every
         candidate while the filter order allows it; the remaining filters run per node and stop
-        once enough feasible nodes are found.
+        once enough feasible nodes are found. ``nominated`` maps node names to the nominated pods
+        of equal or higher priority (see :func:`nominated_pods_to_respect`): those nodes skip the
+        batch filters, which cannot see such pods, and run every filter per node with them added.
         """
         table = snapshot.table
         num_to_find = num_feasible_nodes_to_find(self.percentage_of_nodes_to_score, len(candidates))
@@ -276,6 +299,12 @@ class Framework:
             for p, batch in zip(self.filter_plugins, self.filter_is_batch, strict=True)
             if p.name not in state.skip_filter_plugins
         ]
+        held = self._slots_with_nominated(snapshot, nominated)
+        held_slots: list[tuple[int, int]] = []
+        if held:
+            is_held = np.isin(candidates, np.fromiter(held, dtype=np.int64, count=len(held)))
+            held_slots = list(zip(positions[is_held].tolist(), candidates[is_held].tolist(), strict=True))
+            alive, positions = candidates[~is_held], positions[~is_held]
         first_per_node = next((i for i, (_, batch) in enumerate(plugins) if not batch), len(plugins))
         for plugin, _ in plugins[:first_per_node]:
             if alive.size == 0:
@@ -289,7 +318,7 @@ class Framework:
             alive, positions = alive[keep], positions[keep]
 
         per_node = [plugin for plugin, _ in plugins[first_per_node:]]
-        if not per_node:
+        if not per_node and not held_slots:
             feasible = alive[:num_to_find]
             if len(alive) > num_to_find:
                 processed = int(positions[num_to_find - 1]) + 1 if num_to_find else 0
@@ -297,11 +326,18 @@ class Framework:
                 processed = len(candidates)
             return feasible, rejections, processed
 
+        every_filter = [plugin for plugin, _ in plugins]
+        order = list(zip(positions.tolist(), alive.tolist(), strict=True))
+        if held_slots:
+            order = sorted(order + held_slots)
         feasible_list: list[int] = []
         processed = len(candidates)
-        for slot, position in zip(alive.tolist(), positions.tolist(), strict=True):
+        for position, slot in order:
             info = table.info(slot)
-            status = self._filter_one(state, pod, info, per_node)
+            if nominated is not None and slot in held:
+                status = self._filter_with_nominated(state, pod, info, every_filter, nominated[info.name])
+            else:
+                status = self._filter_one(state, pod, info, per_node)
             if status is None:
                 feasible_list.append(slot)
                 if len(feasible_list) >= num_to_find:
@@ -329,11 +365,83 @@ class Framework:
         active = [p for p in self.filter_plugins if p.name not in state.skip_filter_plugins]
         return self._filter_one(state, pod, info, active)
 
+    def run_filters_with_nominated_pods(self, state: CycleState, pod: Pod, info: NodeInfo) -> Status | None:
+        """Every filter on one node, counting the pods nominated there that ``pod`` must not displace.
+
+        Upstream's RunFilterPluginsWithNominatedPods: preemption's dry runs and the nominated-node
+        check use it so room freed for a preemptor is not promised twice.
+        """
+        active = [p for p in self.filter_plugins if p.name not in state.skip_filter_plugins]
+        pods = self.handle.nominated_pods_for_node(info.name) if self.handle is not None else ()
+        return self._filter_with_nominated(state, pod, info, active, nominated_pods_to_respect(pod, pods))
+
+    def _filter_with_nominated(
+        self, state: CycleState, pod: Pod, info: NodeInfo, plugins: Sequence[Any], nominated: Sequence[Pod]
+    ) -> Status | None:
+        """Filters with ``nominated`` added first; when they pass, again without them.
+
+        The second pass matters for filters that a nominated pod could help (inter-pod affinity):
+        the pod must fit whether or not the nominated pods end up on the node.
+        """
+        if not nominated:
+            return self._filter_one(state, pod, info, plugins)
+        with_state, with_info = state.clone(), info.clone()
+        for other in nominated:
+            with_info.add_pod(other)
+            status = self.run_pre_filter_extension_add_pod(with_state, pod, other, with_info)
+            if status is not None:
+                return status
+        status = self._filter_one(with_state, pod, with_info, plugins)
+        if status is not None:
+            return status
+        return self._filter_one(state, pod, info, plugins)
+
+    def _slots_with_nominated(
+        self, snapshot: NodeLister, nominated: Mapping[str, Sequence[Pod]] | None
+    ) -> set[int]:
+        if not nominated:
+            return set()
+        infos = (snapshot.get(name) for name, pods in nominated.items() if pods)
+        return {info.slot for info in infos if info is not None}
+
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: Pod, pod_to_add: Pod, info: NodeInfo
+    ) -> Status | None:
+        """PreFilter extensions: ``pod_to_add`` now runs on ``info`` (already added to it)."""
+        return self._run_extension("add_pod", state, pod, pod_to_add, info)
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: Pod, pod_to_remove: Pod, info: NodeInfo
+    ) -> Status | None:
+        """PreFilter extensions: ``pod_to_remove`` no longer runs on ``info`` (already removed)."""
+        return self._run_extension("remove_pod", state, pod, pod_to_remove, info)
+
+    def _run_extension(
+        self, method: str, state: CycleState, pod: Pod, other: Pod, info: NodeInfo
+    ) -> Status | None:
+        for plugin in self.pre_filter_plugins:
+            extension = getattr(plugin, method, None)
+            if extension is None or plugin.name in state.skip_filter_plugins:
+                continue
+            try:
+                status = extension(state, pod, other, info)
+            except Exception as exc:
+                log.exception(
+                    "PreFilter extension %s of plugin %s failed for pod %s", method, plugin.name, pod.key
+                )
+                return Status.from_error(exc, plugin.name)
+            if status is not None and not status.is_success:
+                message = f"running {method} on PreFilter plugin {plugin.name!r}: {status.message()}"
+                error = RuntimeError(message)
+                return Status.from_error(error, plugin.name)
+        return None
+
     def run_post_filter(
         self, state: CycleState, pod: Pod, diagnosis: Diagnosis
     ) -> tuple[PostFilterResult | None, Status | None]:
         """PostFilter plugins until one succeeds; the rejections' messages are joined as upstream."""
         reasons: list[str] = []
+        kept: PostFilterResult | None = None  # a rejecting plugin may still clear a nomination
         for plugin in self.post_filter_plugins:
             try:
                 result, status = plugin.post_filter(state, pod, diagnosis)
@@ -347,7 +455,8 @@ class Framework:
             if status.code != Code.UNSCHEDULABLE:
                 return None, status.with_plugin(plugin.name)
             reasons.extend(status.reasons)
-        return None, Status.unschedulable(*reasons) if reasons else None
+            kept = result if result is not None else kept
+        return kept, Status.unschedulable(*reasons) if reasons else None
 
     # ------------------------------------------------------------------ score
 
@@ -480,6 +589,11 @@ class Framework:
                 plugin.post_bind(state, pod, node_name)
             except Exception:
                 log.exception("PostBind plugin %s failed for pod %s", plugin.name, pod.key)
+
+
+def nominated_pods_to_respect(pod: Pod, nominated: Sequence[Pod]) -> list[Pod]:
+    """The nominated pods ``pod`` must leave room for: equal or higher priority, other than itself."""
+    return [other for other in nominated if other.priority >= pod.priority and other.uid != pod.uid]
 
 
 class CycleError(Exception):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from scheduler.api import Pod
 from scheduler.framework import ApiClient, NodeLister, ObjectLister
@@ -19,6 +20,8 @@ class FrameworkHandle:
         record_event: Callable[[Pod, str, str, str, str], None],
         nominated_pods: Callable[[str], Sequence[Pod]] = lambda _node: (),
         listers: dict[str, ObjectLister] | None = None,
+        *,
+        metrics: Any = None,
     ) -> None:
         self._scheduler_name = scheduler_name
         self._client = client
@@ -28,6 +31,11 @@ class FrameworkHandle:
         # Kept by reference: the app fills it once the informers exist (they need the queue,
         # which needs the profiles).
         self.listers = listers if listers is not None else {}
+        # SchedulerMetrics (or None): plugins report through the small methods below.
+        self.metrics = metrics
+        # The profile's Framework, set when it is built: PostFilter plugins such as
+        # DefaultPreemption re-run the filters (upstream's Handle embeds the PluginsRunner).
+        self.framework: Any = None
 
     @property
     def snapshot(self) -> NodeLister:
@@ -52,3 +60,11 @@ class FrameworkHandle:
             return self.listers[resource]
         except KeyError:
             raise KeyError(f"{resource} are not watched by this scheduler") from None
+
+    def attach_framework(self, framework: Any) -> None:
+        self.framework = framework
+
+    def observe_preemption(self, victims: int | None) -> None:
+        """One preemption attempt (``victims``: the chosen candidate's count, None without one)."""
+        if self.metrics is not None:
+            self.metrics.observe_preemption(victims)

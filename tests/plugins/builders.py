@@ -294,8 +294,35 @@ class RecordedEvent:
     message: str
 
 
+class FakeLister:
+    """An informer store over plain API dicts, keyed ``namespace/name`` (or ``name``)."""
+
+    def __init__(self, objects: Iterable[Mapping[str, Any]] = ()) -> None:
+        self._objects: dict[str, Mapping[str, Any]] = {}
+        for obj in objects:
+            self.put(obj)
+
+    @staticmethod
+    def key(obj: Mapping[str, Any]) -> str:
+        meta = obj.get("metadata") or {}
+        return f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else str(meta.get("name"))
+
+    def put(self, obj: Mapping[str, Any]) -> None:
+        self._objects[self.key(obj)] = obj
+
+    def delete(self, key: str) -> None:
+        self._objects.pop(key, None)
+
+    def get(self, key: str) -> Mapping[str, Any] | None:
+        return self._objects.get(key)
+
+    def list(self) -> list[Mapping[str, Any]]:
+        return list(self._objects.values())
+
+
 class FakeHandle:
-    """A framework Handle for tests: a snapshot over a Cluster, a FakeClient, recorded events."""
+    """A framework Handle for tests: a snapshot over a Cluster, a FakeClient, recorded events,
+    and listers of plain API dicts (``listers={"persistentvolumes": [...]}``; other kinds empty)."""
 
     def __init__(
         self,
@@ -303,12 +330,14 @@ class FakeHandle:
         client: FakeClient | None = None,
         scheduler_name: str = "pyscheduler",
         nominated: Mapping[str, Sequence[Pod]] | None = None,
+        listers: Mapping[str, Iterable[Mapping[str, Any]]] | None = None,
     ) -> None:
         self._snapshot = FakeSnapshot(cluster or table_of([]))
         self._client = client or FakeClient()
         self._scheduler_name = scheduler_name
         self._nominated = dict(nominated or {})
         self.events: list[RecordedEvent] = []
+        self.listers = {kind: FakeLister(objects) for kind, objects in (listers or {}).items()}
 
     @property
     def snapshot(self) -> FakeSnapshot:
@@ -327,6 +356,9 @@ class FakeHandle:
 
     def nominated_pods_for_node(self, node_name: str) -> Sequence[Pod]:
         return self._nominated.get(node_name, ())
+
+    def lister(self, resource: str) -> FakeLister:
+        return self.listers.setdefault(resource, FakeLister())
 
 
 def expand_verdicts(verdicts: NodeVerdicts | None, count: int) -> list[Status | None]:

@@ -1,0 +1,104 @@
+"""Dry-run preemption over the candidate nodes, and the choice of one (upstream's ordering)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from scheduler.api import Pod
+from scheduler.framework import Code, CycleState, NodeInfo, Status
+from scheduler.plugins.defaultpreemption.pdb import Budget
+from scheduler.plugins.defaultpreemption.victims import FilterRunner, Victims, select_victims, start_time
+
+_PRIORITY_OFFSET = 2**31  # makes every int32 priority non-negative before summing, as upstream
+
+
+@dataclass(slots=True)
+class Candidate:
+    node_name: str
+    victims: Victims
+
+
+def num_candidates(num_nodes: int, percentage: int, absolute: int) -> int:
+    """minCandidateNodesPercentage of the nodes, at least minCandidateNodesAbsolute, at most all."""
+    return min(max(num_nodes * percentage // 100, absolute), num_nodes)
+
+
+def dry_run(
+    runner: FilterRunner,
+    state: CycleState,
+    pod: Pod,
+    nodes: Sequence[NodeInfo],
+    budgets: Sequence[Budget],
+    offset: int,
+    wanted: int,
+) -> tuple[list[Candidate], dict[str, Status]]:
+    """Candidates (PDB-respecting ones first) and the status of every node that is not one.
+
+    Nodes are visited from ``offset`` round the list; the search stops once ``wanted``
+    candidates are found, at least one of them violating no PDB. Each node is tried on copies
+    of its NodeInfo and of the cycle state, so the real ones stay untouched.
+    """
+    clean: list[Candidate] = []
+    violating: list[Candidate] = []
+    statuses: dict[str, Status] = {}
+    for i in range(len(nodes)):
+        info = nodes[(offset + i) % len(nodes)]
+        victims, status = select_victims(runner, state.clone(), pod, info.clone(), budgets)
+        if victims is not None and not victims.pods:
+            error = RuntimeError(f"expected at least one victim pod on node {info.name!r}")
+            status = Status.from_error(error)
+        if status is not None or victims is None:
+            statuses[info.name] = status or Status(Code.ERROR)
+            continue
+        found = clean if victims.num_pdb_violations == 0 else violating
+        if len(found) < wanted:
+            found.append(Candidate(info.name, victims))
+        if clean and len(clean) + len(violating) >= wanted:
+            break
+    return clean + violating, statuses
+
+
+def _pdb_violations(c: Candidate) -> Any:
+    return -c.victims.num_pdb_violations
+
+
+def _highest_priority(c: Candidate) -> Any:
+    return -c.victims.pods[0].priority
+
+
+def _sum_of_priorities(c: Candidate) -> Any:
+    return -sum(p.priority + _PRIORITY_OFFSET for p in c.victims.pods)
+
+
+def _fewest_victims(c: Candidate) -> Any:
+    return -len(c.victims.pods)
+
+
+def _latest_start(c: Candidate) -> Any:
+    """The earliest start among the highest-priority victims; later is better."""
+    top = c.victims.pods[0].priority
+    return min(start_time(p) for p in c.victims.pods if p.priority == top)
+
+
+# Each rule keeps the candidates with the highest value; the next rule only breaks ties.
+RULES: tuple[Callable[[Candidate], Any], ...] = (
+    _pdb_violations,
+    _highest_priority,
+    _sum_of_priorities,
+    _fewest_victims,
+    _latest_start,
+)
+
+
+def pick_one(candidates: Sequence[Candidate]) -> Candidate | None:
+    """Upstream's pickOneNodeForPreemption: fewest PDB violations, then the lowest highest victim
+    priority, the smallest priority sum, the fewest victims, the latest start; then the first."""
+    remaining = list(candidates)
+    for rule in RULES:
+        if len(remaining) <= 1:
+            break
+        best = max(map(rule, remaining))
+        remaining = [c for c in remaining if rule(c) == best]
+    return remaining[0] if remaining else None

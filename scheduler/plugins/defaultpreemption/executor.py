@@ -1,0 +1,112 @@
+"""The API calls that carry a preemption out, off the scheduling loop (upstream's async preemption)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from scheduler.api import Pod
+from scheduler.client.pods import STRATEGIC_MERGE, delete_pod, patch_pod_condition, pod_path
+from scheduler.client.rest import ApiError, raise_for_status
+from scheduler.framework import Handle
+
+log = logging.getLogger(__name__)
+
+DISRUPTION_TARGET = "DisruptionTarget"
+PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
+
+
+def disruption_condition(preemptor: Pod) -> dict[str, Any]:
+    return {
+        "type": DISRUPTION_TARGET,
+        "status": "True",
+        "reason": PREEMPTION_BY_SCHEDULER,
+        "message": f"{preemptor.scheduler_name}: preempting to accommodate a higher priority pod",
+    }
+
+
+def terminating_by_preemption(pod: Pod) -> bool:
+    """Being deleted because a scheduler preempted it (so its room is already promised)."""
+    if not pod.is_terminating:
+        return False
+    condition = pod.condition(DISRUPTION_TARGET)
+    return (
+        condition is not None
+        and condition.get("status") == "True"
+        and condition.get("reason") == PREEMPTION_BY_SCHEDULER
+    )
+
+
+class Executor:
+    """Evicts victims and clears displaced nominations as background tasks.
+
+    The scheduling loop never waits for these calls; the preemptor is retried when the victims'
+    deletion reaches the cache (an assigned-pod delete event).
+    """
+
+    def __init__(self, handle: Handle, plugin_name: str, waiting_pods: Callable[[], Mapping[str, Any]]):
+        self._handle = handle
+        self._plugin_name = plugin_name
+        self._waiting_pods = waiting_pods
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def running(self) -> int:
+        return len(self._tasks)
+
+    async def wait(self) -> None:
+        """Until every started preemption has finished its calls (tests, shutdown)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    def start(self, preemptor: Pod, node_name: str, victims: Sequence[Pod], displaced: Sequence[Pod]) -> None:
+        task = asyncio.get_running_loop().create_task(self._run(preemptor, node_name, victims, displaced))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _run(
+        self, preemptor: Pod, node_name: str, victims: Sequence[Pod], displaced: Sequence[Pod]
+    ) -> None:
+        # Lower-priority pods nominated here may no longer fit: let them look elsewhere now.
+        for pod in displaced:
+            try:
+                await self._clear_nomination(pod)
+            except Exception as exc:
+                log.warning("could not clear the nominated node of %s: %s", pod.key, exc)
+        to_evict = [v for v in victims if not v.is_terminating]  # deletion already under way
+        results = await asyncio.gather(
+            *(self.preempt(preemptor, node_name, v) for v in to_evict), return_exceptions=True
+        )
+        for victim, result in zip(to_evict, results, strict=True):
+            if isinstance(result, BaseException):
+                log.warning("could not preempt %s for %s: %s", victim.key, preemptor.key, result)
+
+    async def preempt(self, preemptor: Pod, node_name: str, victim: Pod) -> None:
+        """Reject a victim waiting at Permit, or mark it DisruptionTarget and delete it."""
+        waiting = self._waiting_pods().get(victim.uid)
+        if waiting is not None:
+            waiting.reject(self._plugin_name, "preempted")
+        else:
+            client = self._handle.client
+            try:
+                await patch_pod_condition(client, victim, disruption_condition(preemptor))
+            except ApiError as exc:
+                if exc.is_not_found:
+                    return  # already gone
+                raise
+            if not await delete_pod(client, victim):
+                return
+            log.info("preempted %s on %s for %s", victim.key, node_name, preemptor.key)
+        message = f"Preempted by pod {preemptor.uid} on node {node_name}"
+        self._handle.record_event(victim, "Normal", "Preempted", "Preempting", message)
+
+    async def _clear_nomination(self, pod: Pod) -> None:
+        if not pod.nominated_node_name:
+            return
+        body = {"status": {"nominatedNodeName": None}}
+        path = pod_path(pod) + "/status"
+        response = await self._handle.client.request("PATCH", path, body, content_type=STRATEGIC_MERGE)
+        if response.status != 404:
+            raise_for_status(response)

@@ -1,0 +1,159 @@
+"""The DefaultPreemption PostFilter plugin (upstream's defaultpreemption + preemption.Evaluator).
+
+When no node fits a pod, find nodes where evicting lower-priority pods would make it fit,
+pick the one whose eviction hurts least, nominate the pod there and evict the victims in the
+background. The filters count nominated pods, so the freed room waits for the preemptor.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from scheduler.api import Pod
+from scheduler.config import DefaultPreemptionArgs
+from scheduler.framework import (
+    Code,
+    CycleState,
+    Diagnosis,
+    Handle,
+    NodeInfo,
+    PostFilterResult,
+    Status,
+)
+from scheduler.plugins import names
+from scheduler.plugins.defaultpreemption.candidates import Candidate, dry_run, num_candidates, pick_one
+from scheduler.plugins.defaultpreemption.executor import Executor, terminating_by_preemption
+from scheduler.plugins.defaultpreemption.pdb import Budget, parse_budgets
+from scheduler.plugins.defaultpreemption.victims import FilterRunner
+
+log = logging.getLogger(__name__)
+
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+NEVER = "not eligible due to preemptionPolicy=Never."
+VICTIMS_TERMINATING = "not eligible due to a terminating pod on the nominated node."
+
+
+def fit_error(num_all_nodes: int, statuses: Mapping[str, Status], absent: Status) -> str:
+    """``0/N nodes are available: <count> <reason>, ...`` over every node, absent ones included."""
+    counts = Counter(reason for status in statuses.values() for reason in status.reasons)
+    missing = num_all_nodes - len(statuses)
+    if missing > 0:
+        for reason in absent.reasons:
+            counts[reason] += missing
+    histogram = ", ".join(sorted(f"{count} {reason}" for reason, count in counts.items()))
+    return f"0/{num_all_nodes} nodes are available: {histogram}."
+
+
+class DefaultPreemption:
+    name: ClassVar[str] = names.DEFAULT_PREEMPTION
+
+    def __init__(self, args: DefaultPreemptionArgs | None, handle: Handle) -> None:
+        self.args = args or DefaultPreemptionArgs()
+        self._handle = handle
+        self.rng = random.Random()
+        self.executor = Executor(handle, self.name, self._waiting_pods)
+
+    # ------------------------------------------------------------------ PostFilter
+
+    def post_filter(
+        self, state: CycleState, pod: Pod, diagnosis: Diagnosis
+    ) -> tuple[PostFilterResult | None, Status | None]:
+        result, status, victims = self._preempt(state, pod, diagnosis)
+        observe = getattr(self._handle, "observe_preemption", None)
+        if callable(observe):
+            observe(victims)
+        if status is not None and status.reasons:
+            status = Status(status.code, (f"preemption: {status.message()}",), self.name, status.error)
+        return result, status
+
+    def _preempt(
+        self, state: CycleState, pod: Pod, diagnosis: Diagnosis
+    ) -> tuple[PostFilterResult | None, Status | None, int | None]:
+        pod = self._latest(pod)
+        eligible, reason = self.eligible(pod, diagnosis)
+        if not eligible:
+            return None, Status.unschedulable(reason), None
+
+        snapshot = self._handle.snapshot
+        all_nodes = snapshot.node_infos()
+        if not all_nodes:
+            return None, Status.from_error(RuntimeError("no nodes available")), None
+        potential = [
+            info
+            for info in all_nodes
+            if (status := diagnosis.status_of(info.name)) is not None and status.code == Code.UNSCHEDULABLE
+        ]
+        candidates: list[Candidate] = []
+        statuses: dict[str, Status] = {}
+        if potential:
+            runner = self._runner()
+            offset = self.rng.randrange(len(potential))
+            args = self.args
+            wanted = num_candidates(
+                len(potential), args.min_candidate_nodes_percentage, args.min_candidate_nodes_absolute
+            )
+            candidates, statuses = dry_run(runner, state, pod, potential, self._budgets(), offset, wanted)
+        if not candidates:
+            errors = [s for s in statuses.values() if s.code == Code.ERROR]
+            if errors:
+                return None, errors[0], None
+            message = fit_error(len(all_nodes), statuses, Status.unresolvable(NOT_HELPFUL))
+            # An empty nomination clears a stale one.
+            return PostFilterResult(""), Status.unschedulable(message), None
+
+        best = pick_one(candidates)
+        if best is None:
+            return None, Status.unschedulable("no candidate node for preemption"), None
+        log.info("preempting %d pod(s) on %s for %s", len(best.victims.pods), best.node_name, pod.key)
+        displaced = [
+            p
+            for p in self._handle.nominated_pods_for_node(best.node_name)
+            if p.priority < pod.priority and p.uid != pod.uid
+        ]
+        self.executor.start(pod, best.node_name, best.victims.pods, displaced)
+        return PostFilterResult(best.node_name), None, len(best.victims.pods)
+
+    def eligible(self, pod: Pod, diagnosis: Diagnosis) -> tuple[bool, str]:
+        """Upstream's PodEligibleToPreemptOthers."""
+        if pod.preemption_policy == "Never":
+            return False, NEVER
+        nominated = pod.nominated_node_name
+        if nominated:
+            status = diagnosis.status_of(nominated)
+            if status is not None and status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return True, ""  # the nominated node cannot work any more: preempt elsewhere
+            info: NodeInfo | None = self._handle.snapshot.get(nominated)
+            if info is not None and any(
+                p.priority < pod.priority and terminating_by_preemption(p) for p in info.pods.values()
+            ):
+                return False, VICTIMS_TERMINATING
+        return True, ""
+
+    # ------------------------------------------------------------------ helpers
+
+    def _runner(self) -> FilterRunner:
+        runner = getattr(self._handle, "framework", None)
+        if runner is None:
+            raise RuntimeError("DefaultPreemption needs a handle that exposes its framework")
+        return runner
+
+    def _waiting_pods(self) -> Mapping[str, Any]:
+        return getattr(getattr(self._handle, "framework", None), "waiting_pods", None) or {}
+
+    def _latest(self, pod: Pod) -> Pod:
+        """The informer's newest copy (its nominatedNodeName may have changed meanwhile)."""
+        try:
+            latest = self._handle.lister("pods").get(pod.key)
+        except KeyError:
+            return pod
+        return latest if isinstance(latest, Pod) and latest.uid == pod.uid else pod
+
+    def _budgets(self) -> list[Budget]:
+        try:
+            return parse_budgets(self._handle.lister("poddisruptionbudgets").list())
+        except KeyError:
+            return []

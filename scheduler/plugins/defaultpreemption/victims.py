@@ -1,0 +1,110 @@
+"""Which pods on one node must go for the preemptor to fit there (upstream's SelectVictimsOnNode)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from scheduler.api import Pod
+from scheduler.framework import CycleState, NodeInfo, Status
+from scheduler.plugins.defaultpreemption.pdb import Budget, split_by_violation
+
+NO_VICTIMS = "No preemption victims found for incoming pod"
+# A pod without a start time counts as started now: the least important among equals.
+_NOT_STARTED = "9999-12-31T23:59:59Z"
+
+
+class FilterRunner(Protocol):
+    """The part of the profile's Framework a dry run needs."""
+
+    def run_filters_with_nominated_pods(
+        self, state: CycleState, pod: Pod, info: NodeInfo
+    ) -> Status | None: ...
+
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: Pod, pod_to_add: Pod, info: NodeInfo
+    ) -> Status | None: ...
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: Pod, pod_to_remove: Pod, info: NodeInfo
+    ) -> Status | None: ...
+
+
+def start_time(pod: Pod) -> str:
+    """When the pod started, as an RFC 3339 string that sorts in time order.
+
+    The pod view carries no ``status.startTime``; its creation time stands in for it (a pod
+    cannot start before it exists, and victims are running pods).
+    """
+    return pod.creation_timestamp or _NOT_STARTED
+
+
+def importance(pod: Pod) -> tuple[int, str]:
+    """Sort key, most important first: higher priority, then the longer-running pod."""
+    return (-pod.priority, start_time(pod))
+
+
+@dataclass(slots=True)
+class Victims:
+    pods: list[Pod]  # most important first
+    num_pdb_violations: int
+
+
+def select_victims(
+    runner: FilterRunner,
+    state: CycleState,
+    pod: Pod,
+    info: NodeInfo,
+    budgets: Sequence[Budget],
+) -> tuple[Victims | None, Status | None]:
+    """The fewest, least important lower-priority pods whose removal lets ``pod`` fit on ``info``.
+
+    ``state`` and ``info`` are the caller's copies and are changed. All lower-priority pods are
+    removed first; if the pod fits then, they are added back one at a time (PDB-protected ones
+    first, most important first) and kept whenever the pod still fits.
+    """
+    potential = [p for p in info.pods.values() if p.priority < pod.priority]
+
+    def remove(victim: Pod) -> Status | None:
+        info.remove_pod(victim.uid)
+        return runner.run_pre_filter_extension_remove_pod(state, pod, victim, info)
+
+    def add(victim: Pod) -> Status | None:
+        info.add_pod(victim)
+        return runner.run_pre_filter_extension_add_pod(state, pod, victim, info)
+
+    for victim in potential:
+        if (status := remove(victim)) is not None:
+            return None, status
+    if not potential:
+        return None, Status.unresolvable(NO_VICTIMS)
+    # Preemption does not try to satisfy affinity to the pods it would remove (as upstream).
+    if (status := runner.run_filters_with_nominated_pods(state, pod, info)) is not None:
+        return None, status
+
+    potential.sort(key=importance)
+    violating, non_violating = split_by_violation(potential, budgets)
+    victims: list[Pod] = []
+
+    def reprieve(candidate: Pod) -> tuple[bool, Status | None]:
+        if (status := add(candidate)) is not None:
+            return False, status
+        if runner.run_filters_with_nominated_pods(state, pod, info) is None:
+            return True, None
+        victims.append(candidate)
+        return False, remove(candidate)
+
+    num_violations = 0
+    for candidate in violating:
+        kept, status = reprieve(candidate)
+        if status is not None:
+            return None, status
+        num_violations += not kept
+    for candidate in non_violating:
+        _, status = reprieve(candidate)
+        if status is not None:
+            return None, status
+    if violating and non_violating:
+        victims.sort(key=importance)
+    return Victims(victims, num_violations), None

@@ -1,0 +1,536 @@
+"""DefaultPreemption: victims, PDBs, candidate ordering, eligibility, messages, the API calls,
+and the framework's respect for nominated pods."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+from builders import Cluster, FakeClient, FakeHandle, make_node, make_pod, table_of
+
+from scheduler.api import Pod
+from scheduler.config import DefaultPreemptionArgs, PluginRef, Plugins, PluginSet, Profile
+from scheduler.framework import ApiResponse, Code, CycleState, Diagnosis, PostFilterResult, Status
+from scheduler.metrics import SchedulerMetrics
+from scheduler.plugins.defaultpreemption import DefaultPreemption
+from scheduler.plugins.defaultpreemption.candidates import (
+    Candidate,
+    dry_run,
+    num_candidates,
+    pick_one,
+)
+from scheduler.plugins.defaultpreemption.pdb import parse_budgets, split_by_violation
+from scheduler.plugins.defaultpreemption.victims import Victims
+from scheduler.plugins.registry import in_tree_registry
+from scheduler.runtime import Framework
+from scheduler.runtime.handle import FrameworkHandle
+
+PLUGINS = ["PrioritySort", "NodeAffinity", "NodeResourcesFit", "DefaultPreemption", "DefaultBinder"]
+
+
+class Store:
+    """An informer store stand-in: objects by ``namespace/name``."""
+
+    def __init__(self, objects: Sequence[Any] = ()) -> None:
+        self.objects = list(objects)
+
+    def get(self, key: str) -> Any | None:
+        return next((o for o in self.objects if _key(o) == key), None)
+
+    def list(self) -> list[Any]:
+        return list(self.objects)
+
+
+def _key(obj: Any) -> str:
+    if isinstance(obj, Pod):
+        return obj.key
+    return f"{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}"
+
+
+class Handle(FakeHandle):
+    """FakeHandle plus what preemption uses: listers, the framework, the preemption metric."""
+
+    def __init__(self, cluster: Cluster, *, pdbs: Sequence[Mapping[str, Any]] = (), **kwargs: Any) -> None:
+        super().__init__(cluster, **kwargs)
+        self.listers = {"poddisruptionbudgets": Store(pdbs)}
+        self.framework: Any = None
+        self.observed: list[int | None] = []
+
+    def lister(self, resource: str) -> Store:
+        return self.listers[resource]
+
+    def attach_framework(self, framework: Any) -> None:
+        self.framework = framework
+
+    def observe_preemption(self, victims: int | None) -> None:
+        self.observed.append(victims)
+
+
+def framework(handle: Handle, args: DefaultPreemptionArgs | None = None) -> Framework:
+    profile = Profile(
+        scheduler_name="pyscheduler",
+        plugins=Plugins(multi_point=PluginSet(enabled=[PluginRef(n) for n in PLUGINS])),
+    )
+    if args is not None:
+        profile.plugin_config["DefaultPreemption"] = args
+    return Framework(profile, in_tree_registry(), handle)
+
+
+def setup(
+    nodes: Sequence[Any],
+    pods: Sequence[Pod],
+    *,
+    pdbs: Sequence[Mapping[str, Any]] = (),
+    nominated: Mapping[str, Sequence[Pod]] | None = None,
+    args: DefaultPreemptionArgs | None = None,
+) -> tuple[Framework, DefaultPreemption, Handle]:
+    handle = Handle(table_of(nodes, pods), pdbs=pdbs, nominated=nominated)
+    fwk = framework(handle, args)
+    plugin = fwk.plugins["DefaultPreemption"]
+    plugin.rng.seed(0)
+    return fwk, plugin, handle
+
+
+def diagnose(fwk: Framework, handle: Handle, pod: Pod) -> tuple[CycleState, Diagnosis]:
+    """PreFilter and Filter over every node, as the scheduling cycle does before PostFilter."""
+    state = CycleState()
+    snapshot = handle.snapshot
+    _, status, _ = fwk.run_pre_filter(state, pod, snapshot)
+    assert status is None
+    slots = np.array([info.slot for info in snapshot.node_infos()], dtype=np.int64)
+    feasible, rejections, _ = fwk.find_feasible(state, pod, snapshot, slots)
+    assert len(feasible) == 0, "the preemptor must fit nowhere for these cases"
+    return state, rejections.to_diagnosis(snapshot.table)
+
+
+def cpu_pod(name: str, node: str, cpu: str, priority: int, **kwargs: Any) -> Pod:
+    return make_pod(name, node_name=node, requests={"cpu": cpu}, priority=priority, **kwargs)
+
+
+def pdb(name: str, labels: Mapping[str, str], allowed: int, disrupted: Sequence[str] = ()) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"selector": {"matchLabels": dict(labels)}},
+        "status": {
+            "disruptionsAllowed": allowed,
+            "disruptedPods": {p: "2024-01-01T00:00:00Z" for p in disrupted},
+        },
+    }
+
+
+# ---------------------------------------------------------------------------- victims on a node
+
+
+async def test_only_the_lowest_priority_pods_needed_are_chosen_as_victims():
+    pods = [cpu_pod("low", "n1", "1", 1), cpu_pod("mid", "n1", "1", 2), cpu_pod("high", "n1", "2", 3)]
+    fwk, plugin, handle = setup([make_node("n1", cpu="4")], pods)
+    preemptor = make_pod("p", requests={"cpu": "2"}, priority=10)
+    state, diagnosis = diagnose(fwk, handle, preemptor)
+
+    result, status = plugin.post_filter(state, preemptor, diagnosis)
+
+    assert status is None
+    assert result == PostFilterResult("n1")
+    await plugin.executor.wait()
+    deleted = [r.path.rsplit("/", 1)[1] for r in handle.client.requests if r.method == "DELETE"]
+    assert sorted(deleted) == ["low", "mid"]
+    assert handle.observed == [2]
+
+
+async def test_pods_of_equal_or_higher_priority_are_never_victims():
+    pods = [cpu_pod("same", "n1", "2", 10), cpu_pod("above", "n1", "2", 11), cpu_pod("x", "n2", "4", 20)]
+    fwk, plugin, handle = setup([make_node("n1", cpu="4"), make_node("n2", cpu="4")], pods)
+    preemptor = make_pod("p", requests={"cpu": "2"}, priority=10)
+    state, diagnosis = diagnose(fwk, handle, preemptor)
+
+    result, status = plugin.post_filter(state, preemptor, diagnosis)
+
+    assert result == PostFilterResult("")
+    assert status.code == Code.UNSCHEDULABLE
+    assert status.message() == (
+        "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
+    )
+    assert handle.observed == [None]
+
+
+async def test_nodes_rejected_for_unresolvable_reasons_are_not_candidates():
+    pods = [cpu_pod("low", "n1", "4", 1), cpu_pod("low2", "n2", "4", 1)]
+    nodes = [make_node("n1", cpu="4", labels={"zone": "a"}), make_node("n2", cpu="4", labels={"zone": "b"})]
+    fwk, plugin, handle = setup(nodes, pods)
+    preemptor = make_pod("p", requests={"cpu": "1"}, priority=10, node_selector={"zone": "c"})
+    state, diagnosis = diagnose(fwk, handle, preemptor)
+
+    result, status = plugin.post_filter(state, preemptor, diagnosis)
+
+    assert result == PostFilterResult("")
+    assert (
+        status.message() == "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+    )
+    assert handle.client.requests == []
+
+
+async def test_a_node_where_even_removing_every_victim_is_not_enough_reports_the_filter_reason():
+    pods = [cpu_pod("low", "n1", "1", 1), cpu_pod("high", "n1", "3", 50)]
+    fwk, plugin, handle = setup([make_node("n1", cpu="4")], pods)
+    preemptor = make_pod("p", requests={"cpu": "2"}, priority=10)
+    state, diagnosis = diagnose(fwk, handle, preemptor)
+
+    _, status = plugin.post_filter(state, preemptor, diagnosis)
+
+    assert status.message() == "preemption: 0/1 nodes are available: 1 Insufficient cpu."
+
+
+async def test_the_dry_run_leaves_the_real_node_and_cycle_state_untouched():
+    pods = [cpu_pod("low", "n1", "4", 1)]
+    fwk, plugin, handle = setup([make_node("n1", cpu="4")], pods)
+    info = handle.snapshot.get("n1")
+    before = (dict(info.pods), info.requested.milli_cpu, info.generation)
+    preemptor = make_pod("p", requests={"cpu": "2"}, priority=10)
+    state, diagnosis = diagnose(fwk, handle, preemptor)
+
+    plugin.post_filter(state, preemptor, diagnosis)
+
+    assert (dict(info.pods), info.requested.milli_cpu, info.generation) == before
+    await plugin.executor.wait()
+
+
+# ---------------------------------------------------------------------------- PDBs
+
+
+@pytest.mark.parametrize(
+    ("labels", "budgets", "violating"),
+    [
+        pytest.param(
+            {"a": {"app": "x"}, "b": {"app": "x"}},
+            [pdb("one-left", {"app": "x"}, 1)],
+            ["b"],
+            id="the budget covers the first pod, the second one violates it",
+        ),
+        pytest.param(
+            {"a": {"app": "x"}}, [pdb("none-left", {"app": "x"}, 0)], ["a"], id="a budget with none allowed"
+        ),
+        pytest.param(
+            {"a": {"app": "x"}},
+            [pdb("already", {"app": "x"}, 0, disrupted=["a"])],
+            [],
+            id="a pod the API server already counts as disrupted charges nothing",
+        ),
+        pytest.param(
+            {"a": {}}, [pdb("none-left", {"app": "x"}, 0)], [], id="a pod without labels matches no budget"
+        ),
+        pytest.param(
+            {"a": {"app": "x"}},
+            [{"metadata": {"name": "empty", "namespace": "default"}, "spec": {"selector": {}}, "status": {}}],
+            [],
+            id="an empty selector matches nothing",
+        ),
+        pytest.param(
+            {"a": {"app": "x"}},
+            [{**pdb("elsewhere", {"app": "x"}, 0), "metadata": {"name": "elsewhere", "namespace": "other"}}],
+            [],
+            id="a budget in another namespace does not apply",
+        ),
+    ],
+)
+def test_victims_are_split_by_whether_evicting_them_violates_a_budget(labels, budgets, violating):
+    pods = [make_pod(name, labels=pod_labels) for name, pod_labels in labels.items()]
+    bad, good = split_by_violation(pods, parse_budgets(budgets))
+    assert [p.name for p in bad] == violating
+    assert [p.name for p in good] == [p.name for p in pods if p.name not in violating]
+
+
+async def test_a_budget_protects_its_pod_when_another_candidate_exists():
+    pods = [
+        cpu_pod("protected", "n1", "4", 1, labels={"app": "db"}),
+        cpu_pod("free", "n2", "4", 1, labels={"app": "web"}),
+    ]
+    nodes = [make_node("n1", cpu="4"), make_node("n2", cpu="4")]
+    for seed in range(4):  # whatever node the dry run starts from
+        fwk, plugin, handle = setup(nodes, pods, pdbs=[pdb("db", {"app": "db"}, 0)])
+        plugin.rng.seed(seed)
+        preemptor = make_pod("p", requests={"cpu": "2"}, priority=10)
+        state, diagnosis = diagnose(fwk, handle, preemptor)
+        result, _ = plugin.post_filter(state, preemptor, diagnosis)
+        assert result == PostFilterResult("n2")
+        await plugin.executor.wait()
+
+
+async def test_a_budget_yields_when_its_pod_is_the_only_way():
+    pods = [cpu_pod("protected", "n1", "4", 1, labels={"app": "db"})]
+    fwk, plugin, handle = setup([make_node("n1", cpu="4")], pods, pdbs=[pdb("db", {"app": "db"}, 0)])
+    preemptor = make_pod("p", requests={"cpu": "2"}, priority=10)
+    state, diagnosis = diagnose(fwk, handle, preemptor)
+    result, _ = plugin.post_filter(state, preemptor, diagnosis)
+    assert result == PostFilterResult("n1")
+    await plugin.executor.wait()
+
+
+# ---------------------------------------------------------------------------- choosing a node
+
+
+def candidate(
+    node: str, priorities: Sequence[int], violations: int = 0, started: Sequence[str] = ()
+) -> Candidate:
+    pods = [make_pod(f"{node}-{i}", priority=prio) for i, prio in enumerate(priorities)]
+    for pod, stamp in zip(pods, started, strict=False):
+        pod.creation_timestamp = stamp
+    return Candidate(node, Victims(pods, violations))
+
+
+@pytest.mark.parametrize(
+    ("candidates", "chosen"),
+    [
+        pytest.param([candidate("a", [1], 1), candidate("b", [5, 5])], "b", id="fewest PDB violations first"),
+        pytest.param(
+            [candidate("a", [7]), candidate("b", [5, 1, 1])], "b", id="then the lowest highest priority"
+        ),
+        pytest.param(
+            [candidate("a", [5, 4]), candidate("b", [5, 1])], "b", id="then the smallest priority sum"
+        ),
+        pytest.param(
+            [candidate("a", [-5, -5]), candidate("b", [-5])],
+            "b",
+            id="negative priorities still count every victim in the sum",
+        ),
+        pytest.param([candidate("a", [5, 0, 0]), candidate("b", [5, 0])], "b", id="then the fewest victims"),
+        pytest.param(
+            [
+                candidate("a", [5], started=["2024-01-01T00:00:00Z"]),
+                candidate("b", [5], started=["2024-06-01T00:00:00Z"]),
+            ],
+            "b",
+            id="then the latest start of the highest-priority victims",
+        ),
+        pytest.param([candidate("a", [5]), candidate("b", [5])], "a", id="then the first one"),
+    ],
+)
+def test_the_candidate_is_chosen_in_upstreams_order(candidates, chosen):
+    assert pick_one(candidates).node_name == chosen
+
+
+@pytest.mark.parametrize(
+    ("nodes", "percentage", "absolute", "expected"),
+    [
+        (5000, 10, 100, 500),
+        (500, 10, 100, 100),
+        (50, 10, 100, 50),
+        (1000, 0, 1, 1),
+    ],
+)
+def test_the_number_of_candidates_follows_min_candidate_nodes_percentage_and_absolute(
+    nodes, percentage, absolute, expected
+):
+    assert num_candidates(nodes, percentage, absolute) == expected
+
+
+def test_the_dry_run_stops_once_enough_candidates_are_found_from_the_offset():
+    nodes = [make_node(f"n{i}", cpu="1") for i in range(6)]
+    pods = [cpu_pod(f"v{i}", f"n{i}", "1", 1) for i in range(6)]
+    fwk, _, handle = setup(nodes, pods)
+    preemptor = make_pod("p", requests={"cpu": "1"}, priority=10)
+    state, _ = diagnose(fwk, handle, preemptor)
+
+    found, statuses = dry_run(fwk, state, preemptor, handle.snapshot.node_infos(), [], offset=4, wanted=3)
+
+    assert [c.node_name for c in found] == ["n4", "n5", "n0"]
+    assert statuses == {}
+
+
+def test_pdb_violating_candidates_come_after_the_others_and_do_not_end_the_search():
+    nodes = [make_node(f"n{i}", cpu="1") for i in range(3)]
+    pods = [cpu_pod("v0", "n0", "1", 1, labels={"app": "db"})] + [
+        cpu_pod(f"v{i}", f"n{i}", "1", 1) for i in (1, 2)
+    ]
+    fwk, _, handle = setup(nodes, pods)
+    preemptor = make_pod("p", requests={"cpu": "1"}, priority=10)
+    state, _ = diagnose(fwk, handle, preemptor)
+    budgets = parse_budgets([pdb("db", {"app": "db"}, 0)])
+
+    found, _ = dry_run(fwk, state, preemptor, handle.snapshot.node_infos(), budgets, offset=0, wanted=1)
+
+    assert [(c.node_name, c.victims.num_pdb_violations) for c in found] == [("n1", 0), ("n0", 1)]
+
+
+# ---------------------------------------------------------------------------- eligibility
+
+
+async def test_a_pod_with_preemption_policy_never_does_not_preempt():
+    fwk, plugin, handle = setup([make_node("n1", cpu="1")], [cpu_pod("low", "n1", "1", 1)])
+    preemptor = Pod.from_dict(
+        {
+            "metadata": {"name": "p", "namespace": "default", "uid": "uid-never"},
+            "spec": {
+                "priority": 10,
+                "preemptionPolicy": "Never",
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+            },
+        }
+    )
+    state, diagnosis = diagnose(fwk, handle, preemptor)
+    result, status = plugin.post_filter(state, preemptor, diagnosis)
+    assert result is None
+    assert status.message() == "preemption: not eligible due to preemptionPolicy=Never."
+    assert handle.client.requests == []
+
+
+def terminating_victim(name: str, node: str) -> Pod:
+    pod = cpu_pod(name, node, "1", 1)
+    pod.deletion_timestamp = "2024-01-01T00:00:00Z"
+    pod.conditions = ({"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"},)
+    return pod
+
+
+async def test_a_preemptor_waits_while_its_victims_on_the_nominated_node_terminate():
+    fwk, plugin, handle = setup([make_node("n1", cpu="1")], [terminating_victim("going", "n1")])
+    preemptor = make_pod("p", requests={"cpu": "1"}, priority=10, nominated_node_name="n1")
+    state, diagnosis = diagnose(fwk, handle, preemptor)
+    result, status = plugin.post_filter(state, preemptor, diagnosis)
+    assert result is None
+    assert status.message() == "preemption: not eligible due to a terminating pod on the nominated node."
+
+
+async def test_a_terminating_pod_deleted_for_another_reason_does_not_block_preemption():
+    victim = cpu_pod("going", "n1", "1", 1)
+    victim.deletion_timestamp = "2024-01-01T00:00:00Z"
+    fwk, plugin, handle = setup([make_node("n1", cpu="1")], [victim])
+    preemptor = make_pod("p", requests={"cpu": "1"}, priority=10, nominated_node_name="n1")
+    state, diagnosis = diagnose(fwk, handle, preemptor)
+    result, _ = plugin.post_filter(state, preemptor, diagnosis)
+    assert result == PostFilterResult("n1")
+    await plugin.executor.wait()
+    # Its deletion is already under way: no second request.
+    assert handle.client.requests == []
+
+
+# ---------------------------------------------------------------------------- the API calls
+
+
+async def test_each_victim_is_marked_then_deleted_and_gets_a_preempted_event():
+    fwk, plugin, handle = setup([make_node("n1", cpu="1")], [cpu_pod("low", "n1", "1", 1)])
+    preemptor = make_pod("p", requests={"cpu": "1"}, priority=10)
+    state, diagnosis = diagnose(fwk, handle, preemptor)
+
+    plugin.post_filter(state, preemptor, diagnosis)
+    await plugin.executor.wait()
+
+    patch, delete = handle.client.requests
+    assert (patch.method, patch.path) == ("PATCH", "/api/v1/namespaces/default/pods/low/status")
+    (condition,) = patch.body["status"]["conditions"]
+    assert {k: condition[k] for k in ("type", "status", "reason", "message")} == {
+        "type": "DisruptionTarget",
+        "status": "True",
+        "reason": "PreemptionByScheduler",
+        "message": "pyscheduler: preempting to accommodate a higher priority pod",
+    }
+    assert (delete.method, delete.path) == ("DELETE", "/api/v1/namespaces/default/pods/low")
+    assert delete.body["preconditions"] == {"uid": handle.snapshot.get("n1").pods.popitem()[1].uid}
+    (event,) = handle.events
+    assert (event.pod.name, event.event_type, event.reason, event.action) == (
+        "low",
+        "Normal",
+        "Preempted",
+        "Preempting",
+    )
+    assert event.message == f"Preempted by pod {preemptor.uid} on node n1"
+
+
+async def test_a_victim_that_is_already_gone_is_skipped_quietly():
+    client = FakeClient(responses=[ApiResponse(404, {"kind": "Status", "reason": "NotFound"})])
+    handle = Handle(table_of([make_node("n1", cpu="1")], [cpu_pod("low", "n1", "1", 1)]), client=client)
+    fwk = framework(handle)
+    plugin = fwk.plugins["DefaultPreemption"]
+    preemptor = make_pod("p", requests={"cpu": "1"}, priority=10)
+    state, diagnosis = diagnose(fwk, handle, preemptor)
+
+    plugin.post_filter(state, preemptor, diagnosis)
+    await plugin.executor.wait()
+
+    assert [r.method for r in client.requests] == ["PATCH"]
+    assert handle.events == []
+
+
+async def test_lower_priority_pods_nominated_to_the_chosen_node_lose_their_nomination():
+    displaced = make_pod("displaced", priority=5, nominated_node_name="n1")
+    fwk, plugin, handle = setup(
+        [make_node("n1", cpu="1")], [cpu_pod("low", "n1", "1", 1)], nominated={"n1": [displaced]}
+    )
+    preemptor = make_pod("p", requests={"cpu": "1"}, priority=10)
+    state, diagnosis = diagnose(fwk, handle, preemptor)
+
+    plugin.post_filter(state, preemptor, diagnosis)
+    await plugin.executor.wait()
+
+    first = handle.client.requests[0]
+    assert (first.path, first.body) == (
+        "/api/v1/namespaces/default/pods/displaced/status",
+        {"status": {"nominatedNodeName": None}},
+    )
+
+
+# ---------------------------------------------------------------------------- nominated pods in filters
+
+
+def test_filters_keep_room_for_a_nominated_pod_of_equal_or_higher_priority():
+    fwk, _, handle = setup([make_node("n1", cpu="2"), make_node("n2", cpu="2")], [])
+    snapshot = handle.snapshot
+    waiting = make_pod("waiting", requests={"cpu": "2"}, priority=10)
+    pod = make_pod("p", requests={"cpu": "1"}, priority=10)
+    state = CycleState()
+    fwk.run_pre_filter(state, pod, snapshot)
+    slots = np.array([i.slot for i in snapshot.node_infos()], dtype=np.int64)
+
+    feasible, rejections, _ = fwk.find_feasible(state, pod, snapshot, slots, {"n1": [waiting]})
+
+    assert [snapshot.table.info(s).name for s in feasible.tolist()] == ["n2"]
+    diagnosis = rejections.to_diagnosis(snapshot.table)
+    assert diagnosis.node_to_status["n1"].reasons == ("Insufficient cpu",)
+
+
+@pytest.mark.parametrize(
+    ("nominated_priority", "fits"),
+    [(10, False), (11, False), (9, True)],
+    ids=["equal priority holds the room", "higher priority holds the room", "lower priority does not"],
+)
+def test_only_nominated_pods_of_equal_or_higher_priority_are_counted(nominated_priority, fits):
+    waiting = make_pod("waiting", requests={"cpu": "2"}, priority=nominated_priority)
+    fwk, _, handle = setup([make_node("n1", cpu="2")], [], nominated={"n1": [waiting]})
+    pod = make_pod("p", requests={"cpu": "1"}, priority=10)
+    state = CycleState()
+    fwk.run_pre_filter(state, pod, handle.snapshot)
+    status = fwk.run_filters_with_nominated_pods(state, pod, handle.snapshot.get("n1"))
+    assert (status is None) == fits
+
+
+def test_a_pod_is_not_kept_out_by_its_own_nomination():
+    pod = make_pod("p", requests={"cpu": "2"}, priority=10)
+    fwk, _, handle = setup([make_node("n1", cpu="2")], [], nominated={"n1": [pod]})
+    state = CycleState()
+    fwk.run_pre_filter(state, pod, handle.snapshot)
+    assert fwk.run_filters_with_nominated_pods(state, pod, handle.snapshot.get("n1")) is None
+
+
+def test_a_rejecting_post_filter_may_still_clear_the_nomination():
+    fwk, _, handle = setup([make_node("n1", cpu="1")], [cpu_pod("same", "n1", "1", 10)])
+    pod = make_pod("p", requests={"cpu": "1"}, priority=10, nominated_node_name="n1")
+    state, diagnosis = diagnose(fwk, handle, pod)
+    result, status = fwk.run_post_filter(state, pod, diagnosis)
+    assert result == PostFilterResult("")
+    assert status == Status.unschedulable(
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+    )
+
+
+# ---------------------------------------------------------------------------- the real handle
+
+
+def test_the_framework_handle_exposes_its_framework_and_counts_preemptions():
+    metrics = SchedulerMetrics()
+    handle = FrameworkHandle("pyscheduler", FakeClient(), lambda: None, lambda *a: None, metrics=metrics)
+    fwk = framework(handle)  # type: ignore[arg-type]
+    assert handle.framework is fwk
+    handle.observe_preemption(3)
+    handle.observe_preemption(None)
+    assert metrics.preemption_attempts._value.get() == 2
+    assert metrics.preemption_victims._sum.get() == 3
