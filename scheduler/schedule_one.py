@@ -12,7 +12,6 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -31,6 +30,7 @@ from scheduler.framework import (
     Status,
 )
 from scheduler.framework.interface import ASSIGNED_POD, ClusterEvent
+from scheduler.framework.messages import fit_error_message
 from scheduler.runtime import CycleError, Framework
 from scheduler.runtime.framework import nominated_pods_to_respect
 
@@ -47,27 +47,6 @@ class EventSink(Protocol):
 
 # patch_status(pod, condition, nominated_node_name) -> awaitable; writes pods/<name>/status
 StatusPatcher = Callable[[Pod, dict[str, Any] | None, str | None], Awaitable[None]]
-
-
-def fit_error_message(num_all_nodes: int, diagnosis: Diagnosis) -> str:
-    """``0/N nodes are available: <count> <reason>, ... <postfilter>.`` exactly as upstream words it."""
-    message = f"0/{num_all_nodes} nodes are available:"
-    if diagnosis.pre_filter_msg:
-        message += f" {diagnosis.pre_filter_msg}."
-    else:
-        counts = Counter(reason for status in diagnosis.node_to_status.values() for reason in status.reasons)
-        absent = num_all_nodes - len(diagnosis.node_to_status)
-        if absent > 0 and diagnosis.absent_nodes_status is not None:
-            # nodes a PreFilter result excluded share one status
-            for reason in diagnosis.absent_nodes_status.reasons:
-                counts[reason] += absent
-        histogram = sorted(f"{count} {reason}" for reason, count in counts.items())
-        if histogram:
-            message += f" {', '.join(histogram)}."
-    if diagnosis.post_filter_msg:
-        # PostFilter messages carry their own final period.
-        message += f" {diagnosis.post_filter_msg}"
-    return message
 
 
 @dataclass(slots=True)

@@ -11,9 +11,9 @@ from scheduler.api import Node, Pod, Resource
 from scheduler.client.events import truncate_note
 from scheduler.config import PluginRef, Plugins, PluginSet, Profile
 from scheduler.framework import CycleState, Diagnosis, NodeInfo, NodeTable, NodeVerdicts, Status
+from scheduler.framework.messages import fit_error_message
 from scheduler.runtime import Framework, FrameworkError
 from scheduler.runtime.framework import num_feasible_nodes_to_find
-from scheduler.schedule_one import fit_error_message
 
 
 class Sort:

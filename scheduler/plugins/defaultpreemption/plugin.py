@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import random
-from collections import Counter
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -24,6 +23,7 @@ from scheduler.framework import (
     PostFilterResult,
     Status,
 )
+from scheduler.framework.messages import fit_error_message
 from scheduler.plugins import names
 from scheduler.plugins.defaultpreemption.candidates import Candidate, dry_run, num_candidates, pick_one
 from scheduler.plugins.defaultpreemption.executor import Executor, terminating_by_preemption
@@ -35,17 +35,6 @@ log = logging.getLogger(__name__)
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NEVER = "not eligible due to preemptionPolicy=Never."
 VICTIMS_TERMINATING = "not eligible due to a terminating pod on the nominated node."
-
-
-def fit_error(num_all_nodes: int, statuses: Mapping[str, Status], absent: Status) -> str:
-    """``0/N nodes are available: <count> <reason>, ...`` over every node, absent ones included."""
-    counts = Counter(reason for status in statuses.values() for reason in status.reasons)
-    missing = num_all_nodes - len(statuses)
-    if missing > 0:
-        for reason in absent.reasons:
-            counts[reason] += missing
-    histogram = ", ".join(sorted(f"{count} {reason}" for reason, count in counts.items()))
-    return f"0/{num_all_nodes} nodes are available: {histogram}."
 
 
 class DefaultPreemption:
@@ -101,7 +90,12 @@ class DefaultPreemption:
             errors = [s for s in statuses.values() if s.code == Code.ERROR]
             if errors:
                 return None, errors[0], None
-            message = fit_error(len(all_nodes), statuses, Status.unresolvable(NOT_HELPFUL))
+            message = fit_error_message(
+                len(all_nodes),
+                Diagnosis(
+                    node_to_status=dict(statuses), absent_nodes_status=Status.unresolvable(NOT_HELPFUL)
+                ),
+            )
             # An empty nomination clears a stale one.
             return PostFilterResult(""), Status.unschedulable(message), None
 
