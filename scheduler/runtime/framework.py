@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -309,7 +310,8 @@ class Framework:
         for plugin, _ in plugins[:first_per_node]:
             if alive.size == 0:
                 break
-            verdict = plugin.filter_nodes(state, pod, table, alive)
+            with _plugin_errors(plugin, "Filter", pod):
+                verdict = plugin.filter_nodes(state, pod, table, alive)
             if verdict is None or not verdict.rejected.any():
                 continue
             rejected = verdict.rejected
@@ -471,7 +473,8 @@ class Framework:
         """Weighted total scores of ``slots`` (PreScore, Score, NormalizeScore, weights)."""
         infos = list(map(table.infos.__getitem__, slots.tolist()))
         for plugin in self.pre_score_plugins:
-            status = plugin.pre_score(state, pod, infos)
+            with _plugin_errors(plugin, "PreScore", pod):
+                status = plugin.pre_score(state, pod, infos)
             if status is not None and status.is_skip:
                 state.skip_score_plugins.add(plugin.name)
             elif status is not None and not status.is_success:
@@ -481,15 +484,16 @@ class Framework:
             if plugin.name in state.skip_score_plugins:
                 continue
             score_nodes = getattr(plugin, "score_nodes", None)
-            if score_nodes is not None:
-                raw = np.asarray(score_nodes(state, pod, table, slots), dtype=np.int64)
-            else:
-                raw = np.fromiter(
-                    (plugin.score(state, pod, i) for i in infos), dtype=np.int64, count=len(infos)
-                )
             normalize = getattr(plugin, "normalize_scores", None)
-            if normalize is not None:
-                normalize(state, pod, raw)
+            with _plugin_errors(plugin, "Score", pod):
+                if score_nodes is not None:
+                    raw = np.asarray(score_nodes(state, pod, table, slots), dtype=np.int64)
+                else:
+                    raw = np.fromiter(
+                        (plugin.score(state, pod, i) for i in infos), dtype=np.int64, count=len(infos)
+                    )
+                if normalize is not None:
+                    normalize(state, pod, raw)
             if raw.size and (raw.min() < MIN_NODE_SCORE or raw.max() > MAX_NODE_SCORE):
                 bad = int(raw.max() if raw.max() > MAX_NODE_SCORE else raw.min())
                 raise CycleError(
@@ -594,6 +598,18 @@ class Framework:
 def nominated_pods_to_respect(pod: Pod, nominated: Sequence[Pod]) -> list[Pod]:
     """The nominated pods ``pod`` must leave room for: equal or higher priority, other than itself."""
     return [other for other in nominated if other.priority >= pod.priority and other.uid != pod.uid]
+
+
+@contextmanager
+def _plugin_errors(plugin: Any, point: str, pod: Pod) -> Iterator[None]:
+    """A plugin's exception ends the cycle as an Error status, which is reported and retried."""
+    try:
+        yield
+    except CycleError:
+        raise
+    except Exception as exc:
+        log.exception("%s plugin %s failed for pod %s", point, plugin.name, pod.key)
+        raise CycleError(Status.from_error(exc, plugin.name)) from exc
 
 
 class CycleError(Exception):

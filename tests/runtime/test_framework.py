@@ -10,9 +10,9 @@ import pytest
 from scheduler.api import Node, Pod, Resource
 from scheduler.client.events import truncate_note
 from scheduler.config import PluginRef, Plugins, PluginSet, Profile
-from scheduler.framework import CycleState, Diagnosis, NodeInfo, NodeTable, NodeVerdicts, Status
+from scheduler.framework import Code, CycleState, Diagnosis, NodeInfo, NodeTable, NodeVerdicts, Status
 from scheduler.framework.messages import fit_error_message
-from scheduler.runtime import Framework, FrameworkError
+from scheduler.runtime import CycleError, Framework, FrameworkError
 from scheduler.runtime.framework import num_feasible_nodes_to_find
 
 
@@ -283,3 +283,35 @@ def test_nodes_excluded_by_prefilter_count_under_the_absent_status():
     assert fit_error_message(10, diagnosis) == (
         "0/10 nodes are available: 1 Insufficient cpu, 9 node(s) didn't satisfy plugin(s) [NodeAffinity]."
     )
+
+
+class Exploding:
+    name = "Exploding"
+
+    def __init__(self, args, handle):
+        pass
+
+    def filter(self, state, pod, node_info):
+        raise RuntimeError("boom")
+
+    def filter_nodes(self, state, pod, table, slots):
+        raise RuntimeError("boom")
+
+    def score(self, state, pod, node_info):
+        raise RuntimeError("bang")
+
+
+@pytest.mark.parametrize("point", ["filter", "score"])
+def test_a_plugin_that_raises_ends_the_cycle_with_an_error_status_naming_it(point):
+    registry = {**REGISTRY, "Exploding": Exploding}
+    enabled = [PluginRef("Sort"), PluginRef("Binder")]
+    points = {point: PluginSet(enabled=[PluginRef("Exploding")])}
+    fwk = Framework(profile(enabled, **points), registry, None)
+    snapshot = Snapshot(make_table(3))
+    with pytest.raises(CycleError) as caught:
+        if point == "filter":
+            fwk.find_feasible(CycleState(), POD, snapshot, snapshot.order)
+        else:
+            fwk.run_scoring(CycleState(), POD, snapshot.table, snapshot.order)
+    assert caught.value.status.plugin == "Exploding"
+    assert caught.value.status.code == Code.ERROR
