@@ -357,8 +357,8 @@ class Scheduler:
             info.unschedulable_plugins = {status.plugin} if rejected and status.plugin else set()
             info.pending_plugins = set()
             log.warning("error scheduling pod %s; retrying: %s", pod.key, message)
-        if not rejected:
-            info.consecutive_errors += 1
+        # Backoff grows with consecutive errors while they last, else with rejections (upstream v1.36).
+        info.consecutive_errors = 0 if rejected else info.consecutive_errors + 1
         self._observe_failure(fwk, reason, start)
 
         current = self.current_pod(pod)

@@ -138,7 +138,9 @@ class QueuedPodInfo:
     pending_plugins: set[str] = field(default_factory=set)
     # set while a PreEnqueue plugin (e.g. SchedulingGates) keeps the pod out of the queue
     gated_by: str = ""
-    # consecutive failures with an internal error, for backoff
+    # attempts that ended unschedulable, and consecutive ones that ended in an internal error:
+    # backoff grows with the errors while there are any, else with the rejections
+    unschedulable_count: int = 0
     consecutive_errors: int = 0
 
     @property

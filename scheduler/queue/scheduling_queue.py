@@ -4,7 +4,7 @@ Four places hold a pending pod, as upstream's PriorityQueue (v1.36, queueing hin
 pop-from-backoffQ enabled):
 
 - **activeQ**: ready to be tried, a heap on the QueueSort plugin's key.
-- **backoffQ**: tried and failed, waiting out its backoff (``initial * 2^(attempts-1)``, capped at
+- **backoffQ**: tried and failed, waiting out its backoff (``initial * 2^(failures-1)``, capped at
   ``max``). Expiries are rounded down to whole-second windows and the flusher runs on window
   boundaries, so a window's pods reach activeQ together and in priority order. While activeQ is
   empty the scheduler does not idle: it pops from backoffQ directly. Pods that failed with an
@@ -275,6 +275,8 @@ class SchedulingQueue:
                 log.error("pod %s is handed back but is already queued", info.pod.key)
                 return
             info.timestamp = self._clock()
+            if not info.consecutive_errors:
+                info.unschedulable_count += 1
             self._count_rejections(info, +1)
             if uid in self._in_flight:
                 strategy = self._strategy_from_in_flight_events(info)
@@ -413,9 +415,10 @@ class SchedulingQueue:
         return self._backoff if rejected else self._error_backoff
 
     def _backoff_expiry(self, info: QueuedPodInfo) -> float:
-        if info.attempts <= 0:
+        failures = info.consecutive_errors or info.unschedulable_count
+        if failures <= 0:
             return -math.inf
-        duration = backoff_duration(info.attempts, self._initial_backoff, self._max_backoff)
+        duration = backoff_duration(failures, self._initial_backoff, self._max_backoff)
         return _align(info.timestamp + duration)
 
     def _is_backing_off(self, info: QueuedPodInfo) -> bool:

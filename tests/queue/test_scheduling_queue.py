@@ -215,11 +215,15 @@ def test_backoff_doubles_from_one_second_up_to_ten(attempts, seconds):
 @pytest.mark.parametrize("attempts", [1, 2, 3, 4, 5, 6])
 @pytest.mark.parametrize("rejected", [True, False], ids=["rejected by a plugin", "failed with an error"])
 async def test_a_failed_pod_leaves_backoff_when_the_window_holding_its_expiry_closes(attempts, rejected):
+    """Backoff grows with consecutive errors while there are any, else with rejections."""
     queue, clock = make_queue({FIT: [ClusterEventWithHint(NODE_ADD)]})
     queue.add(make_pod("a"))
     info = await pop_now(queue)
-    info.attempts = attempts
     info.unschedulable_plugins = {FIT} if rejected else set()
+    if rejected:  # this hand-back counts the last rejection
+        info.unschedulable_count = attempts - 1
+    else:
+        info.consecutive_errors = attempts
     queue.add_unschedulable(info, queue.scheduling_cycle())
     if rejected:  # a plugin rejection parks it; an event sends it to backoffQ
         assert where(queue) == "unschedulable"
@@ -541,3 +545,14 @@ async def test_metrics_track_pending_pods_and_incoming_events_with_upstream_labe
     await pop_now(queue)
     assert registry.get_sample_value("scheduler_unschedulable_pods", labels) == 0
     assert (pending("active"), pending("backoff"), pending("unschedulable"), pending("gated")) == (0, 0, 0, 1)
+
+
+async def test_an_error_after_rejections_backs_off_by_the_error_count_alone():
+    queue, _ = make_queue()
+    queue.add(make_pod("a"))
+    info = await pop_now(queue)
+    info.unschedulable_count = 4  # four earlier rejections
+    info.consecutive_errors = 1  # then one bind error
+    queue.add_unschedulable(info, queue.scheduling_cycle())
+    assert info.unschedulable_count == 4
+    assert queue.backoff_remaining(info.pod.uid) == pytest.approx(1.0 + 1.0, abs=1.0)
