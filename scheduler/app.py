@@ -224,7 +224,7 @@ class SchedulerApp:
             max_backoff=self.config.pod_max_backoff_seconds,
             metrics=self.metrics,
         )
-        pod_events = PodEvents(self.cache, self.queue, names)
+        pod_events = PodEvents(self.cache, self.queue, names, self._reject_waiting)
         self.pod_informer = Informer(
             self.client,
             "/api/v1/pods",
@@ -284,6 +284,12 @@ class SchedulerApp:
                 ("shutdown", self._shutdown_check),
             ],
         )
+
+    def _reject_waiting(self, uid: str) -> None:
+        for fwk in self.frameworks.values():
+            waiting = fwk.waiting_pods.get(uid)
+            if waiting is not None:
+                waiting.reject("", "pod was deleted while waiting at Permit")
 
     def _current_pod(self, pod: Pod) -> Pod | None:
         return self.pod_informer.store.get(pod.key)

@@ -8,7 +8,7 @@ unschedulable pods they could help (the queue asks the plugins' queueing hints).
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from scheduler.api import Node, Pod
@@ -58,10 +58,18 @@ def node_update_action(old: Node, new: Node) -> ActionType:
 class PodEvents:
     """Handler for the Pod informer."""
 
-    def __init__(self, cache: Any, queue: Any, scheduler_names: Collection[str]) -> None:
+    def __init__(
+        self,
+        cache: Any,
+        queue: Any,
+        scheduler_names: Collection[str],
+        reject_waiting: Callable[[str], None] = lambda _uid: None,
+    ) -> None:
         self.cache = cache
         self.queue = queue
         self.scheduler_names = frozenset(scheduler_names)
+        # a pod deleted while held at Permit must give back what it reserved at once
+        self.reject_waiting = reject_waiting
 
     def responsible_for(self, pod: Pod) -> bool:
         return pod.scheduler_name in self.scheduler_names
@@ -100,6 +108,7 @@ class PodEvents:
             self.queue.on_cluster_event(ASSIGNED_POD_DELETE, pod, None)
         elif self.responsible_for(pod):
             self.queue.delete(pod)
+            self.reject_waiting(pod.uid)
 
 
 class NodeEvents:

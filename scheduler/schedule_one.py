@@ -328,9 +328,14 @@ class Scheduler:
             return
         fwk.run_unreserve(state, assumed, node)
         self.cache.forget_pod(assumed)
-        # Resources the assumed pod held are free again: pods they blocked may fit now.
-        self.queue.on_cluster_event(ASSIGNED_POD_DELETE, assumed, None)
-        self._fail(fwk, info, status, fit, None, start, cycle)
+        # Resources the assumed pod held are free again: pods they blocked may fit now. A rejected
+        # pod is parked first and left out, so the event does not undo its own rejection.
+        if status.is_rejected:
+            self._fail(fwk, info, status, fit, None, start, cycle)
+            self.queue.on_cluster_event(ASSIGNED_POD_DELETE, assumed, None, exclude=assumed.uid)
+        else:
+            self.queue.on_cluster_event(ASSIGNED_POD_DELETE, assumed, None)
+            self._fail(fwk, info, status, fit, None, start, cycle)
 
     # ------------------------------------------------------------------ failures
 

@@ -196,10 +196,15 @@ class SchedulingQueue:
             self._deleted[uid] = self._clock()
         self._report()
 
-    def on_cluster_event(self, event: ClusterEvent, old: object, new: object) -> None:
-        """Move the unschedulable (and gated) pods this event may help to backoffQ or activeQ."""
+    def on_cluster_event(self, event: ClusterEvent, old: object, new: object, *, exclude: str = "") -> None:
+        """Move the unschedulable (and gated) pods this event may help to backoffQ or activeQ.
+
+        ``exclude`` names a pod uid the event must not move (the pod whose own failure caused it).
+        """
         label = event_label(event)
         for info in list(self._unschedulable.values()):
+            if info.pod.uid == exclude:
+                continue
             strategy = self._worth_requeuing(info, event, old, new)
             if strategy is not _Strategy.SKIP:
                 del self._unschedulable[info.pod.uid]
