@@ -5,6 +5,7 @@ from __future__ import annotations
 from scheduler.framework import PluginFactory
 from scheduler.plugins.defaultbinder import DefaultBinder
 from scheduler.plugins.defaultpreemption import DefaultPreemption
+from scheduler.plugins.dynamicresources import DynamicResources
 from scheduler.plugins.imagelocality import ImageLocality
 from scheduler.plugins.interpodaffinity import InterPodAffinity
 from scheduler.plugins.nodeaffinity import NodeAffinity
@@ -35,6 +36,7 @@ def in_tree_registry() -> dict[str, PluginFactory]:
         Fit,
         PodTopologySpread,
         InterPodAffinity,
+        DynamicResources,
         BalancedAllocation,
         ImageLocality,
         VolumeRestrictions,

@@ -105,7 +105,8 @@ async def test_a_pod_that_may_not_preempt_stays_pending_with_upstreams_message(s
 
     message = await eventually(lambda: notes(sim, "FailedScheduling").get("urgent"))
     assert message == (
-        "0/3 nodes are available: 3 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never."
+        "0/3 nodes are available: 3 Insufficient cpu. "
+        "no new claims to deallocate, preemption: not eligible due to preemptionPolicy=Never."
     )
     assert names_of_pods(sim) == {"low-0", "low-1", "low-2", "urgent"}
 
@@ -121,11 +122,11 @@ async def test_pods_that_fit_nowhere_get_upstreams_full_message(sim, start_sched
     failed = await eventually(lambda: failures_of(sim, "blocked", "huge"))
     # Only lower-priority pods may be evicted: an equal one does not count.
     assert failed["blocked"] == (
-        "0/3 nodes are available: 3 Insufficient cpu. "
+        "0/3 nodes are available: 3 Insufficient cpu. no new claims to deallocate, "
         "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
     )
     # More than a node's allocatable: no eviction could help, so no node is even tried.
     assert failed["huge"] == (
-        "0/3 nodes are available: 3 Insufficient cpu. "
+        "0/3 nodes are available: 3 Insufficient cpu. no new claims to deallocate, "
         "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
