@@ -50,7 +50,7 @@ def node_update_action(old: Node, new: Node) -> ActionType:
         action |= ActionType.UPDATE_NODE_LABEL
     if old.taints != new.taints or old.unschedulable != new.unschedulable:
         action |= ActionType.UPDATE_NODE_TAINT
-    if old.images != new.images:
+    if old.images != new.images or old.declared_features != new.declared_features:
         action |= ActionType.UPDATE_OTHER
     return action
 

@@ -76,3 +76,11 @@ def test_node_deletion_is_a_cluster_event():
     NodeEvents(cache, queue).on_delete(node)
     assert cache.calls == [("remove_node", node)]
     assert queue.calls == [("on_cluster_event", NODE_DELETE, node, None)]
+
+
+def test_a_node_declaring_a_new_feature_is_a_node_update_event():
+    cache, queue = Recorder(), Recorder()
+    old = Node(name="n1")
+    new = Node(name="n1", declared_features=frozenset({"RestartAllContainersOnContainerExits"}))
+    NodeEvents(cache, queue).on_update(old, new)
+    assert [c[0] for c in queue.calls] == ["on_cluster_event"]

@@ -72,6 +72,10 @@ class Pod:
     images: tuple[str, ...] = ()
     resource_claims: tuple[Mapping[str, Any], ...] = ()
     conditions: tuple[Mapping[str, Any], ...] = ()
+    # spec facts NodeDeclaredFeatures infers node feature requirements from
+    host_network: bool = False
+    host_users: bool | None = None  # None: unset (the pod shares the host's user namespace)
+    restart_rule_actions: frozenset[str] = frozenset()  # actions of (init) containers' restartPolicyRules
 
     @property
     def key(self) -> str:
@@ -140,6 +144,14 @@ class Pod:
                 images=tuple(c["image"] for c in (*init_containers, *containers) if c.get("image")),
                 resource_claims=tuple(spec.get("resourceClaims") or ()),
                 conditions=tuple(status.get("conditions") or ()),
+                host_network=bool(spec.get("hostNetwork")),
+                host_users=_optional_bool(spec.get("hostUsers"), "spec.hostUsers"),
+                restart_rule_actions=frozenset(
+                    str(rule["action"])
+                    for c in (*init_containers, *containers)
+                    for rule in c.get("restartPolicyRules") or ()
+                    if rule.get("action")
+                ),
             )
         except MalformedObject:
             raise
@@ -157,6 +169,8 @@ class Node:
     taints: tuple[Taint, ...] = ()
     allocatable: Resource = field(default_factory=Resource)
     images: tuple[ContainerImage, ...] = ()
+    # status.declaredFeatures: what the kubelet says this node supports (NodeDeclaredFeatures)
+    declared_features: frozenset[str] = frozenset()
 
     @classmethod
     def from_dict(cls, obj: Mapping[str, Any]) -> Node:
@@ -181,8 +195,25 @@ class Node:
                     ContainerImage(tuple(i.get("names") or ()), int(i.get("sizeBytes") or 0))
                     for i in status.get("images") or ()
                 ),
+                declared_features=_string_set(status.get("declaredFeatures"), "status.declaredFeatures"),
             )
         except MalformedObject:
             raise
         except (QuantityError, KeyError, TypeError, ValueError, AttributeError) as exc:
             raise MalformedObject("Node", name, str(exc)) from exc
+
+
+def _optional_bool(value: Any, field_path: str) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    raise ValueError(f"{field_path} must be a boolean, got {value!r}")
+
+
+def _string_set(value: Any, field_path: str) -> frozenset[str]:
+    """A JSON list of strings as a set; anything else is malformed rather than silently misread
+    (a bare string would otherwise become a set of its characters)."""
+    if value is None:
+        return frozenset()
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ValueError(f"{field_path} must be a list of strings")
+    return frozenset(value)

@@ -9,6 +9,7 @@ from scheduler.plugins.dynamicresources import DynamicResources
 from scheduler.plugins.imagelocality import ImageLocality
 from scheduler.plugins.interpodaffinity import InterPodAffinity
 from scheduler.plugins.nodeaffinity import NodeAffinity
+from scheduler.plugins.nodedeclaredfeatures import NodeDeclaredFeatures
 from scheduler.plugins.nodename import NodeName
 from scheduler.plugins.nodeports import NodePorts
 from scheduler.plugins.noderesources import BalancedAllocation, Fit
@@ -45,5 +46,6 @@ def in_tree_registry() -> dict[str, PluginFactory]:
         VolumeZone,
         DefaultPreemption,
         DefaultBinder,
+        NodeDeclaredFeatures,
     )
     return {plugin.name: plugin for plugin in plugins}

@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from scheduler.api import Node, Pod
+from scheduler.api.objects import MalformedObject
+
+
+def node_json(**status: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "n1", "uid": "u-n1"},
+        "spec": {},
+        "status": {"allocatable": {"cpu": "2", "memory": "4Gi", "pods": "110"}, **status},
+    }
+
+
+def pod_json(**spec: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "p", "namespace": "default", "uid": "u-p"},
+        "spec": {"containers": [{"name": "c", "image": "app"}], **spec},
+    }
+
+
+@pytest.mark.parametrize(
+    ("case", "status", "declared"),
+    [
+        ("a node without declaredFeatures declares nothing", {}, frozenset()),
+        ("a null declaredFeatures declares nothing", {"declaredFeatures": None}, frozenset()),
+        (
+            "a node keeps every declared feature",
+            {"declaredFeatures": ["GuaranteedQoSPodCPUResize", "RestartAllContainersOnContainerExits"]},
+            frozenset({"GuaranteedQoSPodCPUResize", "RestartAllContainersOnContainerExits"}),
+        ),
+    ],
+)
+def test_node_reads_status_declared_features(case: str, status: dict[str, Any], declared: frozenset) -> None:
+    assert Node.from_dict(node_json(**status)).declared_features == declared
+
+
+@pytest.mark.parametrize(
+    "bad", ["RestartAllContainersOnContainerExits", ["ok", 3], {"a": True}], ids=["string", "number", "map"]
+)
+def test_node_with_malformed_declared_features_is_reported_not_misread(bad: Any) -> None:
+    with pytest.raises(MalformedObject, match=r"status\.declaredFeatures must be a list of strings"):
+        Node.from_dict(node_json(declaredFeatures=bad))
+
+
+def test_pod_keeps_the_spec_facts_node_features_are_inferred_from() -> None:
+    rule = {"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": [1]}}
+    pod = Pod.from_dict(
+        pod_json(
+            hostNetwork=True,
+            hostUsers=False,
+            initContainers=[{"name": "i", "image": "init", "restartPolicyRules": [rule]}],
+        )
+    )
+    assert (pod.host_network, pod.host_users, pod.restart_rule_actions) == (
+        True,
+        False,
+        frozenset({"RestartAllContainers"}),
+    )
+
+
+def test_pod_defaults_leave_host_users_unset() -> None:
+    pod = Pod.from_dict(pod_json())
+    assert (pod.host_network, pod.host_users, pod.restart_rule_actions) == (False, None, frozenset())
+
+
+def test_pod_with_a_non_boolean_host_users_is_malformed() -> None:
+    with pytest.raises(MalformedObject, match=r"spec\.hostUsers must be a boolean"):
+        Pod.from_dict(pod_json(hostUsers="false"))
