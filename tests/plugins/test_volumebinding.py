@@ -302,6 +302,39 @@ def test_an_assumption_gives_way_once_the_informer_has_a_newer_object():
     assert not plugin.binder.pv_cache.is_assumed("only")
 
 
+async def test_pre_bind_writes_what_this_pod_reserved_even_after_another_pod_took_the_volume():
+    """An unrelated PV update drops pod A's assumption and pod B reserves the PV: A's PreBind must
+    still write A's own claimRef (on the old resourceVersion, so the server refuses it), and A's
+    Unreserve must leave B's assumption alone."""
+    objects = {
+        "persistentvolumeclaims": [pvc("a"), pvc("b")],
+        "persistentvolumes": [pv("only", node_affinity=affinity(HOSTNAME, "node-b"))],
+    }
+    conflict = {"kind": "Status", "reason": "Conflict", "message": "the object has been modified"}
+    client = FakeClient(responses=[ApiResponse(409, conflict)])
+    plugin, handle = make_plugin(objects, client)
+    pod_a, pod_b = volume_pod("a", "a"), volume_pod("b", "b")
+    state_a, state_b = CycleState(), CycleState()
+    plugin.pre_filter(state_a, pod_a, handle.snapshot)
+    plugin.filter(state_a, pod_a, handle.snapshot.get("node-b"))
+    assert plugin.reserve(state_a, pod_a, "node-b") is None
+    original_version = handle.lister("persistentvolumes").get("only")["metadata"]["resourceVersion"]
+    relabelled = pv("only", node_affinity=affinity(HOSTNAME, "node-b"))
+    relabelled["metadata"] = {**relabelled["metadata"], "resourceVersion": "12345", "labels": {"x": "y"}}
+    handle.lister("persistentvolumes").put(relabelled)
+    plugin.pre_filter(state_b, pod_b, handle.snapshot)
+    assert plugin.filter(state_b, pod_b, handle.snapshot.get("node-b")) is None
+    assert plugin.reserve(state_b, pod_b, "node-b") is None
+
+    status = await plugin.pre_bind(state_a, pod_a, "node-b")
+    assert status is not None and status.code == Code.ERROR
+    [request] = client.requests
+    assert request.body["spec"]["claimRef"]["name"] == "a"
+    assert request.body["metadata"]["resourceVersion"] == original_version
+    plugin.unreserve(state_a, pod_a, "node-b")
+    assert plugin.binder.pv_cache.get("only")["spec"]["claimRef"]["name"] == "b"
+
+
 def _as_written(obj: dict[str, Any]) -> dict[str, Any]:
     """What the API server answers to a PUT: the object with a newer resourceVersion."""
     return {**obj, "metadata": {**obj["metadata"], "resourceVersion": "900000"}}

@@ -61,8 +61,11 @@ class AssumeCache:
             raise KeyError(f"{key} is not in the informer's cache")
         self._assumed[key] = _Assumed(resource_version(latest), obj)
 
-    def restore(self, key: str) -> None:
-        self._assumed.pop(key, None)
+    def restore(self, key: str, assumed: Obj | None = None) -> None:
+        """Drop the assumption on ``key``; with ``assumed``, only if it is still that very object."""
+        current = self._assumed.get(key)
+        if current is not None and (assumed is None or current.obj is assumed):
+            del self._assumed[key]
 
     def is_assumed(self, key: str) -> bool:
         return key in self._assumed

@@ -273,23 +273,29 @@ class VolumeBinder:
 
     def assume(self, volumes: PodVolumes, node_name: str) -> bool:
         """Lay the node's choices over the caches; True when nothing is left to bind."""
-        for pv, pvc in volumes.static_bindings:
+        # The pod's volumes are replaced by the very objects assumed here: PreBind writes those
+        # (with the resourceVersion they were made from, so any change since is a 409) and
+        # Unreserve takes back only those, never another pod's later assumption.
+        for i, (pv, pvc) in enumerate(volumes.static_bindings):
             if not is_bound_to_claim(pv, pvc):
-                self.pv_cache.assume(bind_volume_to_claim(pv, pvc))
-        for pvc in volumes.dynamic_provisions:
+                assumed_pv = bind_volume_to_claim(pv, pvc)
+                self.pv_cache.assume(assumed_pv)
+                volumes.static_bindings[i] = (assumed_pv, pvc)
+        for i, pvc in enumerate(volumes.dynamic_provisions):
             annotated = dict(pvc)
             annotated["metadata"] = {
                 **meta(pvc),
                 "annotations": {**(meta(pvc).get("annotations") or {}), ANN_SELECTED_NODE: node_name},
             }
             self.pvc_cache.assume(annotated)
+            volumes.dynamic_provisions[i] = annotated
         return volumes.empty
 
     def revert(self, volumes: PodVolumes) -> None:
         for pv, _ in volumes.static_bindings:
-            self.pv_cache.restore(key_of(pv))
+            self.pv_cache.restore(key_of(pv), pv)
         for pvc in volumes.dynamic_provisions:
-            self.pvc_cache.restore(key_of(pvc))
+            self.pvc_cache.restore(key_of(pvc), pvc)
 
     # ------------------------------------------------------------------ pre-bind
 
@@ -297,15 +303,16 @@ class VolumeBinder:
         """Write the assumed objects, then wait until the PV controller has bound every claim."""
         written_pvs: list[tuple[Obj, Obj]] = []
         for pv, pvc in volumes.static_bindings:
-            assumed = self.pv_cache.get(key_of(pv)) or bind_volume_to_claim(pv, pvc)
-            body = await _put(client, f"/api/v1/persistentvolumes/{name_of(pv)}", assumed)
+            if is_bound_to_claim(pv, pvc) and not self.pv_cache.is_assumed(key_of(pv)):
+                body = pv  # already bound in the API: nothing to write
+            else:
+                body = await _put(client, f"/api/v1/persistentvolumes/{name_of(pv)}", pv)
             written_pvs.append((body, pvc))
         written_pvcs: list[Obj] = []
         for pvc in volumes.dynamic_provisions:
-            assumed = self.pvc_cache.get(key_of(pvc)) or pvc
             m = meta(pvc)
             path = f"/api/v1/namespaces/{m.get('namespace')}/persistentvolumeclaims/{m.get('name')}"
-            written_pvcs.append(await _put(client, path, assumed))
+            written_pvcs.append(await _put(client, path, pvc))
         deadline = time.monotonic() + self.bind_timeout
         while not self._all_bound(written_pvs, written_pvcs, node, node_name):
             if time.monotonic() >= deadline:
