@@ -36,6 +36,10 @@ from scheduler.runtime.framework import nominated_pods_to_respect
 
 log = logging.getLogger(__name__)
 
+# After Reserve/Permit/binding failures the pod's nomination is void (upstream's clearNominatedNode):
+# left in its status it would hold room on that node again.
+CLEAR_NOMINATION = PostFilterResult("")
+
 POD_REASON_UNSCHEDULABLE = "Unschedulable"
 POD_REASON_SCHEDULER_ERROR = "SchedulerError"
 ASSIGNED_POD_DELETE = ClusterEvent(ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete")
@@ -180,7 +184,7 @@ class Scheduler:
             fwk.run_unreserve(state, assumed, result.node_name)
             self.cache.forget_pod(assumed)
             fit = self._single_node_fit_error(result.node_name, status) if status.is_rejected else None
-            self._fail(fwk, info, status, fit, None, start, cycle)
+            self._fail(fwk, info, status, fit, CLEAR_NOMINATION, start, cycle)
             return False
 
         task = asyncio.create_task(self._binding_cycle(fwk, state, info, assumed, result, start, cycle))
@@ -331,11 +335,11 @@ class Scheduler:
         # Resources the assumed pod held are free again: pods they blocked may fit now. A rejected
         # pod is parked first and left out, so the event does not undo its own rejection.
         if status.is_rejected:
-            self._fail(fwk, info, status, fit, None, start, cycle)
+            self._fail(fwk, info, status, fit, CLEAR_NOMINATION, start, cycle)
             self.queue.on_cluster_event(ASSIGNED_POD_DELETE, assumed, None, exclude=assumed.uid)
         else:
             self.queue.on_cluster_event(ASSIGNED_POD_DELETE, assumed, None)
-            self._fail(fwk, info, status, fit, None, start, cycle)
+            self._fail(fwk, info, status, fit, CLEAR_NOMINATION, start, cycle)
 
     # ------------------------------------------------------------------ failures
 
