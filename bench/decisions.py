@@ -1,154 +1,125 @@
 """Scheduling decisions per second, in process: cache + queue + framework, binder in memory.
 
-    python -m bench.decisions [--nodes 1000 5000] [--pods 10000]
+    python -m bench.decisions [--nodes 1000 5000] [--pods 10000] [--workloads plain selector mixed]
 
-Prints decisions/s, the p50/p99 of one scheduling cycle and the peak RSS for each node count.
-Figures are printed, never asserted (timing goals live here, not in tests).
+Workloads (the default profile schedules all of them):
+
+- ``plain``: identical pods asking for 100m CPU and 128Mi on identical nodes;
+- ``selector``: the same pods with a ``nodeSelector`` on the zone label (a third of the nodes match);
+- ``mixed``: a cluster with a tainted GPU pool (NoSchedule), a spot pool (PreferNoSchedule),
+  cordoned nodes and nodes holding images, and a rotation of pods: plain ones, ones tolerating
+  the GPU taint with a GPU-pool selector, ones with preferred node affinity for a zone, ones
+  tolerating the spot taint, and ones with a required affinity on the disk label.
+
+Prints decisions/s, the p50/p99 of one scheduling cycle and the peak RSS for each workload and
+node count. Figures are printed, never asserted (timing goals live here, not in tests).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import resource
-import statistics
-import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from scheduler.api import Node, Pod
-from scheduler.app import available_plugins
-from scheduler.cache import Cache
-from scheduler.config import default_config
-from scheduler.framework import CycleState, Status
-from scheduler.plugins.registry import in_tree_registry
-from scheduler.queue import ProfilesPolicy, SchedulingQueue
-from scheduler.runtime import Framework
-from scheduler.runtime.handle import FrameworkHandle
-from scheduler.schedule_one import Scheduler
+from bench.common import ZONES, Harness, Result, make_node, make_pod
+from scheduler.api import Node
 
-ZONES = ("zone-a", "zone-b", "zone-c")
+ZONE = "topology.kubernetes.io/zone"
+MB = 1024 * 1024
 
 
-class InMemoryBinder:
-    """Stands in for DefaultBinder: a bind costs nothing, so the figures are the decisions' own."""
-
-    name = "DefaultBinder"
-
-    def __init__(self, args: Any, handle: Any) -> None:
-        self.bound = 0
-
-    async def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
-        self.bound += 1
-        return None
-
-
-def make_node(i: int) -> Node:
-    return Node.from_dict(
-        {
-            "metadata": {
-                "name": f"node-{i:05d}",
-                "uid": f"n{i}",
-                "labels": {
-                    "kubernetes.io/hostname": f"node-{i:05d}",
-                    "topology.kubernetes.io/zone": ZONES[i % 3],
-                },
-            },
-            "status": {"allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"}},
-        }
-    )
-
-
-def make_pod(i: int) -> Pod:
-    return Pod.from_dict(
-        {
-            "metadata": {
-                "name": f"pod-{i:05d}",
-                "namespace": "default",
-                "uid": f"p{i}",
-                "labels": {"app": "bench"},
-            },
-            "spec": {
-                "schedulerName": "pyscheduler",
-                "containers": [
-                    {
-                        "name": "c",
-                        "image": "nginx",
-                        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
-                    }
-                ],
-            },
-        }
-    )
-
-
-class _NoEvents:
-    def record(self, *args: Any) -> None:
-        pass
-
-
-async def run(num_nodes: int, num_pods: int) -> dict[str, float]:
-    config = default_config()
-    registry = in_tree_registry()
-    registry["DefaultBinder"] = InMemoryBinder
-    available_plugins(config, registry)
-    cache = Cache()
-    for i in range(num_nodes):
-        cache.add_node(make_node(i))
-    handle = FrameworkHandle("pyscheduler", None, cache.snapshot, lambda *a: None)  # type: ignore[arg-type]
-    fwk = Framework(config.profiles[0], registry, handle)
-    queue = SchedulingQueue(sort_key=fwk.sort_key, policy=ProfilesPolicy({"pyscheduler": fwk}))
-    pods = {}
-    for i in range(num_pods):
-        pod = make_pod(i)
-        pods[pod.uid] = pod
-        queue.add(pod)
-
-    async def patch(*args: Any) -> None:
-        return None
-
-    scheduler = Scheduler(
-        cache=cache,
-        queue=queue,
-        frameworks={"pyscheduler": fwk},
-        events=_NoEvents(),
-        patch_status=patch,
-        current_pod=lambda pod: pods.get(pod.uid),
-    )
-    cycle_times: list[float] = []
-    start = time.perf_counter()
-    for _ in range(num_pods):
-        info = await queue.pop()
-        await scheduler._binding_slots.acquire()
-        t0 = time.perf_counter()
-        scheduler.schedule_one(info)
-        cycle_times.append(time.perf_counter() - t0)
-        await asyncio.sleep(0)
-    await scheduler.wait_for_bindings(60)
-    elapsed = time.perf_counter() - start
-    cycle_times.sort()
-    return {
-        "nodes": num_nodes,
-        "pods": num_pods,
-        "decisions_per_s": num_pods / elapsed,
-        "p50_ms": statistics.median(cycle_times) * 1000,
-        "p99_ms": cycle_times[int(len(cycle_times) * 0.99)] * 1000,
-        "bound": cache.assumed_count(),
+def mixed_node(i: int) -> Node:
+    """One node of a mixed cluster: pools by index, so every run builds the same cluster."""
+    node = make_node(i)
+    labels = dict(node.labels)
+    raw: dict[str, Any] = {
+        "metadata": {"name": node.name, "uid": node.uid, "labels": labels},
+        "spec": {},
+        "status": {"allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"}},
     }
+    if i % 10 == 0:
+        labels["pool"] = "gpu"
+        raw["spec"]["taints"] = [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]
+    elif i % 10 == 1:
+        labels["pool"] = "spot"
+        raw["spec"]["taints"] = [{"key": "spot", "value": "true", "effect": "PreferNoSchedule"}]
+    if i % 50 == 7:
+        raw["spec"]["unschedulable"] = True
+    if i % 2 == 0:
+        labels["disk"] = "ssd"
+    if i % 3 != 0:
+        raw["status"]["images"] = [
+            {"names": ["nginx:latest"], "sizeBytes": 150 * MB},
+            {"names": [f"app-{i % 7}:1"], "sizeBytes": 400 * MB},
+        ]
+    return Node.from_dict(raw)
+
+
+def _preferred_zone(zone: str) -> dict[str, Any]:
+    term = {"matchExpressions": [{"key": ZONE, "operator": "In", "values": [zone]}]}
+    return {
+        "nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 10, "preference": term}]
+        }
+    }
+
+
+def _required_ssd() -> dict[str, Any]:
+    term = {"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]}
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
+
+
+def _mixed_spec(i: int) -> dict[str, Any]:
+    kind = i % 5
+    if kind == 1:
+        return {
+            "tolerations": [
+                {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}
+            ],
+            "nodeSelector": {"pool": "gpu"},
+        }
+    if kind == 2:
+        return {"affinity": _preferred_zone(ZONES[i % 3])}
+    if kind == 3:
+        return {"tolerations": [{"key": "spot", "operator": "Exists"}]}
+    if kind == 4:
+        return {"affinity": _required_ssd()}
+    return {}
+
+
+def pods_of(workload: str, count: int) -> Iterator[Any]:
+    for i in range(count):
+        name = f"pod-{i:05d}"
+        if workload == "plain":
+            yield make_pod(name, {"app": "bench"})
+        elif workload == "selector":
+            yield make_pod(name, {"app": "bench"}, nodeSelector={ZONE: ZONES[i % 3]})
+        else:
+            yield make_pod(name, {"app": f"bench-{i % 5}"}, **_mixed_spec(i))
+
+
+NODE_FACTORIES: dict[str, Callable[[int], Node]] = {
+    "plain": make_node,
+    "selector": make_node,
+    "mixed": mixed_node,
+}
+
+
+async def run(num_nodes: int, num_pods: int, workload: str = "plain") -> Result:
+    harness = Harness(num_nodes, NODE_FACTORIES[workload])
+    return await harness.schedule(pods_of(workload, num_pods))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, nargs="+", default=[1000, 5000])
     parser.add_argument("--pods", type=int, default=10000)
+    parser.add_argument("--workloads", nargs="+", choices=sorted(NODE_FACTORIES), default=["plain"])
     args = parser.parse_args()
-    for num_nodes in args.nodes:
-        result = asyncio.run(run(num_nodes, args.pods))
-        rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(
-            f"{result['nodes']:>6} nodes {result['pods']:>6} pods: "
-            f"{result['decisions_per_s']:8.0f} decisions/s, "
-            f"cycle p50 {result['p50_ms']:.2f} ms, p99 {result['p99_ms']:.2f} ms, peak RSS {rss_mb:.0f} MiB"
-        )
+    for workload in args.workloads:
+        for num_nodes in args.nodes:
+            print(asyncio.run(run(num_nodes, args.pods, workload)).line(workload))
 
 
 if __name__ == "__main__":

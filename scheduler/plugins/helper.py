@@ -1,10 +1,13 @@
-"""Arithmetic shared by several plugins, with Go's integer semantics where upstream relies on them."""
+"""Shared by several plugins: Go's integer arithmetic where upstream relies on it, and per-node memos."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
+from typing import Any
+
 import numpy as np
 
-from scheduler.framework import MAX_NODE_SCORE, NodeVerdicts, Status
+from scheduler.framework import MAX_NODE_SCORE, NodeInfo, NodeTable, NodeVerdicts, Status
 
 
 def go_div(a: int, b: int) -> int:
@@ -32,8 +35,13 @@ def default_normalize_score(scores: np.ndarray, reverse: bool, max_priority: int
         if reverse:
             scores[:] = max_priority
         return
-    scaled = go_div_array(max_priority * scores, max_count)
-    scores[:] = max_priority - scaled if reverse else scaled
+    scores *= max_priority
+    if scores.min() >= 0:
+        scores //= max_count  # the usual case: flooring equals Go's truncation for non-negatives
+    else:
+        scores[:] = go_div_array(scores, max_count)
+    if reverse:
+        np.subtract(max_priority, scores, out=scores)
 
 
 def verdicts_from_mask(rejected: np.ndarray, status: Status) -> NodeVerdicts | None:
@@ -41,3 +49,90 @@ def verdicts_from_mask(rejected: np.ndarray, status: Status) -> NodeVerdicts | N
     if not rejected.any():
         return None
     return NodeVerdicts.uniform(rejected, status)
+
+
+# a key not memoised yet is computed directly, without a memo, for this few slots (of more nodes)
+_DIRECT_LIMIT = 16
+
+
+class _MemoColumn:
+    __slots__ = ("complete", "mark", "stamps", "values")
+
+    def __init__(self, capacity: int, dtype: type | np.dtype, whole_table: bool) -> None:
+        self.values = np.zeros(capacity, dtype=dtype)
+        # whole-table memos only: the epoch each value was computed at, 0 = never
+        self.stamps = np.zeros(capacity if whole_table else 0, dtype=np.int64)
+        self.mark = 0  # the table's change mark when the values were last brought up to date
+        self.complete = False  # every live slot has a value
+
+
+class NodeMemo:
+    """Per-key columns of per-node values, kept up to date by refreshing only the changed nodes.
+
+    Many plugin answers depend on one node only (its Node object, or its row: the resources its
+    pods use) and on something the pod shares with its siblings (a node selector, a toleration
+    list, the resource requests). The first ask for a key computes every node; later asks refresh
+    just the slots the table logged as changed since (usually the one node that took the previous
+    pod), then gather. ``refresh(slots)`` returns one value per slot of ``slots``.
+
+    With ``whole_table=True`` a value depends on other nodes too (e.g. how many nodes hold an
+    image): values are then computed lazily for the slots asked and kept only until any node
+    object changes (``NodeTable.epoch``).
+    """
+
+    __slots__ = ("_dtype", "_entries", "_limit", "_whole_table")
+
+    def __init__(self, dtype: type | np.dtype, limit: int = 64, whole_table: bool = False) -> None:
+        self._dtype = dtype
+        self._limit = limit
+        self._whole_table = whole_table
+        self._entries: dict[Hashable, _MemoColumn] = {}
+
+    def values(
+        self, table: NodeTable, key: Hashable, slots: np.ndarray, refresh: Callable[[np.ndarray], Any]
+    ) -> np.ndarray:
+        """The value of every slot of ``slots`` (live rows), in order (a fresh array)."""
+        entry = self._entries.get(key)
+        if (
+            (entry is None or not entry.complete)
+            and not self._whole_table
+            and len(slots) <= _DIRECT_LIMIT
+            and len(slots) < table.size
+        ):
+            # e.g. a DaemonSet pod narrowed to its one node: computing every node would cost more
+            return np.array(refresh(slots), dtype=self._dtype)
+        if entry is None or len(entry.values) != table.capacity:
+            if len(self._entries) >= self._limit:
+                self._entries.clear()
+            entry = self._entries[key] = _MemoColumn(table.capacity, self._dtype, self._whole_table)
+        if self._whole_table:
+            epoch = table.epoch
+            stale = np.flatnonzero(entry.stamps[slots] != epoch)
+            if stale.size:
+                stale_slots = slots[stale]
+                entry.values[stale_slots] = refresh(stale_slots)
+                entry.stamps[stale_slots] = epoch
+            return entry.values[slots]
+        if entry.complete:
+            changed = table.changed_since(entry.mark)
+            if changed is None:
+                entry.complete = False
+            elif changed:
+                infos = table.infos
+                live = [slot for slot in dict.fromkeys(changed) if infos[slot] is not None]
+                if live:
+                    stale = np.array(live, dtype=np.int64)
+                    entry.values[stale] = refresh(stale)
+        if not entry.complete:
+            live_slots = np.flatnonzero(table.valid)
+            if len(live_slots):
+                entry.values[live_slots] = refresh(live_slots)
+            entry.complete = True
+        entry.mark = table.change_mark
+        return entry.values[slots]
+
+
+def per_node(table: NodeTable, compute: Callable[[NodeInfo], Any]) -> Callable[[np.ndarray], list[Any]]:
+    """A :meth:`NodeMemo.values` refresh that calls ``compute`` on each stale slot's NodeInfo."""
+    infos = table.infos
+    return lambda stale: [compute(infos[slot]) for slot in stale.tolist()]  # type: ignore[arg-type]

@@ -2,6 +2,9 @@
 
 An image's size counts in proportion to the share of nodes that have it, so a popular image
 does not pull every pod onto the same few nodes (the "node heating" problem).
+
+A node's score depends on other nodes too (how many hold each image, how many nodes there are),
+so the batch form memoises scores per image list only until any node changes.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import numpy as np
 from scheduler.api import Pod
 from scheduler.framework import MAX_NODE_SCORE, CycleState, Handle, NodeInfo, NodeTable, Status
 from scheduler.plugins import names
+from scheduler.plugins.helper import NodeMemo, per_node
 
 MB = 1024 * 1024
 # Bounds of the summed, spread-scaled image sizes that map onto 0..MAX_NODE_SCORE.
@@ -48,10 +52,11 @@ def sum_image_scores(node_info: NodeInfo, images: tuple[str, ...], total_nodes: 
 class ImageLocality:
     name: ClassVar[str] = names.IMAGE_LOCALITY
 
-    __slots__ = ("_handle",)
+    __slots__ = ("_handle", "_memo")
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         self._handle = handle
+        self._memo = NodeMemo(np.int64, whole_table=True)
 
     def _images(self, state: CycleState, pod: Pod) -> tuple[str, ...]:
         images = state.get(_PRE_SCORE_KEY)
@@ -74,12 +79,17 @@ class ImageLocality:
     def score_nodes(self, state: CycleState, pod: Pod, table: NodeTable, slots: np.ndarray) -> np.ndarray:
         images = self._images(state, pod)
         scores = np.zeros(len(slots), dtype=np.int64)
-        if not images:
+        if not images or not table.has_images.any():
             return scores
-        total = self._total_nodes()
-        infos = table.infos
-        for i in np.flatnonzero(table.has_images[slots]).tolist():
-            summed = sum_image_scores(infos[int(slots[i])], images, total)  # type: ignore[arg-type]
-            if summed > MIN_THRESHOLD:
-                scores[i] = calculate_priority(summed, len(images))
+        holders = np.flatnonzero(table.has_images[slots])
+        if len(holders):
+            total = self._total_nodes()
+
+            def score(info: NodeInfo) -> int:
+                summed = sum_image_scores(info, images, total)
+                return calculate_priority(summed, len(images)) if summed > MIN_THRESHOLD else 0
+
+            scores[holders] = self._memo.values(
+                table, (images, total), slots[holders], per_node(table, score)
+            )
         return scores

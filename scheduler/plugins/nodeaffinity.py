@@ -2,6 +2,8 @@
 
 The profile's ``addedAffinity`` applies to every pod on top of its own rules. Selectors are
 compiled once per pod in PreFilter/PreScore; a pod with nothing to check skips the filter.
+The batch forms memoise each node's answer per selector (pods of one workload share theirs)
+until the node's labels may have changed, so a cycle matches labels only on changed nodes.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from scheduler.framework import (
 )
 from scheduler.framework.interface import NODE
 from scheduler.plugins import names
-from scheduler.plugins.helper import default_normalize_score
+from scheduler.plugins.helper import NodeMemo, default_normalize_score, per_node
 
 ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 ERR_REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
@@ -119,7 +121,7 @@ def _names_from_match_fields(required: Mapping[str, Any]) -> frozenset[str] | No
 class NodeAffinity:
     name: ClassVar[str] = names.NODE_AFFINITY
 
-    __slots__ = ("_added_preferred", "_added_required")
+    __slots__ = ("_added_preferred", "_added_required", "_filter_memo", "_score_memo")
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         added = getattr(args, "added_affinity", None) or {}
@@ -135,6 +137,8 @@ class NodeAffinity:
             )
         except SelectorError as exc:
             raise ValueError(f"NodeAffinityArgs.addedAffinity: {exc}") from exc
+        self._filter_memo = NodeMemo(np.int8)
+        self._score_memo = NodeMemo(np.int64)
 
     def _added_matches(self, node: Node) -> bool:
         terms = self._added_required
@@ -194,18 +198,14 @@ class NodeAffinity:
     ) -> NodeVerdicts | None:
         required = self._required(state, pod)
         matches = required.matches
-        added = self._added_matches if self._added_required is not None else None
-        infos = table.infos
-        nodes = [infos[slot].node for slot in slots.tolist()]  # type: ignore[union-attr]
-        # 0 passes, 1 fails the added affinity (checked first), 2 fails the pod's own
-        if added is None:
-            codes = np.fromiter((0 if matches(n) else 2 for n in nodes), dtype=np.int32, count=len(nodes))
-        else:
-            codes = np.fromiter(
-                (1 if not added(n) else 0 if matches(n) else 2 for n in nodes),
-                dtype=np.int32,
-                count=len(nodes),
-            )
+        added = self._added_matches
+
+        def code(info: NodeInfo) -> int:
+            # 0 passes, 1 fails the added affinity (checked first), 2 fails the pod's own
+            node = info.node
+            return 1 if not added(node) else 0 if matches(node) else 2
+
+        codes = self._filter_memo.values(table, required, slots, per_node(table, code))
         rejected = codes != 0
         if not rejected.any():
             return None
@@ -237,11 +237,8 @@ class NodeAffinity:
 
     def score_nodes(self, state: CycleState, pod: Pod, table: NodeTable, slots: np.ndarray) -> np.ndarray:
         terms = self._preferred(state, pod)
-        infos = table.infos
-        return np.fromiter(
-            (preferred_score(terms, infos[slot].node) for slot in slots.tolist()),  # type: ignore[union-attr]
-            dtype=np.int64,
-            count=len(slots),
+        return self._score_memo.values(
+            table, terms, slots, per_node(table, lambda info: preferred_score(terms, info.node))
         )
 
     def normalize_scores(self, state: CycleState, pod: Pod, scores: np.ndarray) -> None:

@@ -81,6 +81,6 @@ class NodeUnschedulable:
     def filter_nodes(
         self, state: CycleState, pod: Pod, table: NodeTable, slots: np.ndarray
     ) -> NodeVerdicts | None:
-        if tolerates_unschedulable(pod):
+        if tolerates_unschedulable(pod) or not table.unschedulable.any():
             return None
         return verdicts_from_mask(table.unschedulable[slots], _REJECTED)

@@ -2,6 +2,8 @@
 
 Verdicts depend only on (taints, tolerations), both immutable tuples of frozen values, so they
 are memoised by content: pods of one workload share tolerations, and nodes share taint sets.
+The batch forms also memoise each node's verdict per toleration list, so a cycle looks only at
+the nodes that changed since the previous pod with the same tolerations.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from scheduler.framework import (
 )
 from scheduler.framework.interface import NODE, POD
 from scheduler.plugins import names
-from scheduler.plugins.helper import default_normalize_score, verdicts_from_mask
+from scheduler.plugins.helper import NodeMemo, default_normalize_score, per_node, verdicts_from_mask
 
 # v1.36 no longer names the taint in the reason (so reasons aggregate across nodes).
 ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
@@ -63,11 +65,13 @@ def prefer_no_schedule_tolerations(pod: Pod) -> Tolerations:
 class TaintToleration:
     name: ClassVar[str] = names.TAINT_TOLERATION
 
-    __slots__ = ("_hard", "_soft")
+    __slots__ = ("_hard", "_hard_by_node", "_soft", "_soft_by_node")
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         self._hard: dict[tuple[Taints, Tolerations], bool] = {}
         self._soft: dict[tuple[Taints, Tolerations], int] = {}
+        self._hard_by_node = NodeMemo(bool)
+        self._soft_by_node = NodeMemo(np.int64)
 
     def events_to_register(self) -> Iterable[ClusterEventWithHint]:
         return (
@@ -110,14 +114,18 @@ class TaintToleration:
     def filter_nodes(
         self, state: CycleState, pod: Pod, table: NodeTable, slots: np.ndarray
     ) -> NodeVerdicts | None:
-        tainted = np.flatnonzero(table.has_hard_taints[slots])
-        if len(tainted) == 0:
+        if not table.has_hard_taints.any():
             return None
         tolerations = pod.tolerations
-        infos = table.infos
-        rejected = np.zeros(len(slots), dtype=bool)
-        for i in tainted.tolist():
-            rejected[i] = self._untolerated(infos[slots[i]].node.taints, tolerations)  # type: ignore[union-attr]
+        rejected = self._hard_by_node.values(
+            table,
+            tolerations,
+            slots,
+            per_node(
+                table,
+                lambda info: bool(info.node.taints) and self._untolerated(info.node.taints, tolerations),
+            ),
+        )
         return verdicts_from_mask(rejected, _REJECTED)
 
     # ------------------------------------------------------------------ score
@@ -146,12 +154,17 @@ class TaintToleration:
         return self._soft_count(taints, self._tolerations_for_score(state, pod))
 
     def score_nodes(self, state: CycleState, pod: Pod, table: NodeTable, slots: np.ndarray) -> np.ndarray:
+        if not table.has_soft_taints.any():
+            return np.zeros(len(slots), dtype=np.int64)
         tolerations = self._tolerations_for_score(state, pod)
-        infos = table.infos
-        scores = np.zeros(len(slots), dtype=np.int64)
-        for i in np.flatnonzero(table.has_soft_taints[slots]).tolist():
-            scores[i] = self._soft_count(infos[int(slots[i])].node.taints, tolerations)  # type: ignore[union-attr]
-        return scores
+        return self._soft_by_node.values(
+            table,
+            tolerations,
+            slots,
+            per_node(
+                table, lambda info: self._soft_count(info.node.taints, tolerations) if info.node.taints else 0
+            ),
+        )
 
     def normalize_scores(self, state: CycleState, pod: Pod, scores: np.ndarray) -> None:
         default_normalize_score(scores, reverse=True)

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import pytest
-from builders import FakeHandle, make_node, make_pod, per_node_and_batch_score, table_of
+from builders import FakeHandle, image_states, make_node, make_pod, per_node_and_batch_score, table_of
 
 from scheduler.framework import CycleState
 from scheduler.plugins.imagelocality import ImageLocality, calculate_priority, normalized_image_name
@@ -62,3 +62,27 @@ def test_an_image_everywhere_still_scores_by_its_size() -> None:
 
 def test_a_pod_whose_images_are_nowhere_scores_zero() -> None:
     assert run(["absent:1"], [make_node("a", images=[(["other:1"], 500 * MB)])]) == [0]
+
+
+def test_batch_scores_follow_other_nodes_pulling_the_image() -> None:
+    # A node's score depends on how many nodes hold the image: any node change must refresh it.
+    nodes = [make_node("a", images=[(["app:1"], 900 * MB)]), make_node("b"), make_node("c")]
+    cluster = table_of(nodes)
+    plugin = ImageLocality(None, FakeHandle(cluster))
+    pod = make_pod("incoming", images=["app:1"])
+
+    def scores() -> list[int]:
+        state = CycleState()
+        plugin.pre_score(state, pod, cluster.infos)
+        per_node, batch = per_node_and_batch_score(plugin, state, pod, cluster)
+        assert per_node == batch
+        return batch
+
+    before = scores()
+    cluster.info("b").node = make_node("b", images=[(["app:1"], 900 * MB)])
+    cluster.table.sync_row(cluster.info("b"))
+    for info, states in zip(cluster.infos, image_states([info.node for info in cluster.infos]), strict=True):
+        info.image_states = states  # the cache keeps every node's image counts in step
+    after = scores()
+    assert after[0] > before[0], "a's image is now on two of three nodes: it weighs more"
+    assert after[1] == after[0] and after[2] == 0

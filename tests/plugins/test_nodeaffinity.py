@@ -285,3 +285,36 @@ def test_node_change_hint_skips_nodes_outside_the_added_affinity() -> None:
     assert event.hint is not None
     assert event.hint(make_pod(), None, make_node("n")) == QueueingHint.SKIP
     assert event.hint(make_pod(), None, make_node("n", labels={"pool": "batch"})) == QueueingHint.QUEUE
+
+
+def test_batch_forms_see_a_node_relabelled_after_an_earlier_cycle() -> None:
+    # Answers are memoised per selector and node; replacing the Node object must refresh them.
+    plugin = NodeAffinity(None, None)  # type: ignore[arg-type]
+    cluster = table_of([make_node("a", labels={"zone": "z1"}), make_node("b", labels={"zone": "z2"})])
+    selecting = make_pod(node_selector={"zone": "z1"})
+    preferring = make_pod(
+        affinity={
+            "nodeAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 5, "preference": {"matchExpressions": [expr("zone", "In", "z1")]}}
+                ]
+            }
+        }
+    )
+
+    def answers() -> tuple[list, list]:
+        state = CycleState()
+        plugin.pre_filter(state, selecting, None)  # type: ignore[arg-type]
+        per_node, batch = per_node_and_batch_filter(plugin, state, selecting, cluster)
+        assert per_node == batch
+        state = CycleState()
+        plugin.pre_score(state, preferring, cluster.infos)
+        per_node_scores, batch_scores = per_node_and_batch_score(plugin, state, preferring, cluster)
+        assert per_node_scores == batch_scores
+        return [s is None for s in batch], batch_scores
+
+    assert answers() == ([True, False], [5, 0])
+    b = cluster.info("b")
+    b.node = make_node("b", labels={"zone": "z1"})
+    cluster.table.sync_row(b)
+    assert answers() == ([True, True], [5, 5])

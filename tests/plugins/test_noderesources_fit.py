@@ -315,3 +315,43 @@ def test_pod_scale_down_hint_queues_when_a_wanted_resource_shrank() -> None:
     assert pod_hint(pod, pod, make_pod("pending", uid="me", requests={"cpu": "500m"})) == QueueingHint.QUEUE
     unassigned = make_pod("other", uid="o", requests={"cpu": "2"})
     assert pod_hint(pod, unassigned, make_pod("other", uid="o", requests={"cpu": "1"})) == QueueingHint.SKIP
+
+
+def test_batch_filter_notices_a_node_filling_up_and_emptying_between_cycles() -> None:
+    # The quick "fits even where the least is free" answer must follow every row change.
+    plugin = Fit()
+    cluster = table_of([make_node("a", cpu="2"), make_node("b", cpu="2")])
+    pod = make_pod("incoming", requests={"cpu": "1"})
+    state = CycleState()
+    plugin.pre_filter(state, pod, None)  # type: ignore[arg-type]
+    assert plugin.filter_nodes(state, pod, cluster.table, cluster.slots) is None
+    a = cluster.info("a")
+    a.add_pod(make_pod("filler", node_name="a", requests={"cpu": "1500m"}))
+    cluster.table.sync_row(a)
+    verdicts = plugin.filter_nodes(state, pod, cluster.table, cluster.slots)
+    assert verdicts is not None
+    assert verdicts.rejected.tolist() == [True, False]
+    assert verdicts.statuses[0].reasons == ("Insufficient cpu",)
+    a.remove_pod(next(iter(a.pods)))
+    cluster.table.sync_row(a)
+    assert plugin.filter_nodes(state, pod, cluster.table, cluster.slots) is None
+
+
+@pytest.mark.parametrize(
+    "args",
+    [NodeResourcesFitArgs(), NodeResourcesFitArgs(scoring_strategy=ScoringStrategy(MOST_ALLOCATED))],
+    ids=["least allocated", "most allocated"],
+)
+def test_batch_scores_follow_pods_placed_after_an_earlier_cycle(args: NodeResourcesFitArgs) -> None:
+    plugin = Fit(args)
+    cluster = table_of([make_node(f"n{i}", cpu="4", memory="8Gi") for i in range(12)])
+    pod = make_pod("incoming", requests={"cpu": "500m", "memory": "1Gi"})
+    for round_ in range(12):  # one more pod per round, as the scheduling loop places them
+        per_node, batch = per_node_and_batch_score(plugin, CycleState(), pod, cluster)
+        assert batch == per_node
+        info = cluster.infos[round_ % 3]
+        info.add_pod(
+            make_pod(f"placed{round_}", node_name=info.name, requests={"cpu": "250m", "memory": "512Mi"})
+        )
+        cluster.table.sync_row(info)
+    assert len(set(batch)) > 1, "the placed pods should have changed some scores"

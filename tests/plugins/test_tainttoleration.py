@@ -125,3 +125,28 @@ def test_toleration_change_hint_queues_only_the_rejected_pod() -> None:
     pod = make_pod("p", uid="u1")
     assert pod_event.hint(pod, pod, make_pod("p", uid="u1", tolerations=[tol()])) == QueueingHint.QUEUE
     assert pod_event.hint(pod, pod, make_pod("q", uid="u2", tolerations=[tol()])) == QueueingHint.SKIP
+
+
+def test_batch_forms_see_a_node_tainted_after_an_earlier_cycle() -> None:
+    # Verdicts are memoised per toleration list and node; replacing the Node object must refresh them.
+    plugin = TaintToleration()
+    cluster = table_of(
+        [make_node("a", taints=[FOO_NO_SCHEDULE]), make_node("b"), make_node("c", taints=[FOO_PREFER])]
+    )
+    pod = make_pod()
+
+    def answers() -> tuple[list, list]:
+        per_node, batch = per_node_and_batch_filter(plugin, CycleState(), pod, cluster)
+        assert per_node == batch
+        state = CycleState()
+        plugin.pre_score(state, pod, cluster.infos)
+        per_node_scores, batch_scores = per_node_and_batch_score(plugin, state, pod, cluster)
+        assert per_node_scores == batch_scores
+        return [s is None for s in batch], batch_scores
+
+    assert answers() == ([False, True, True], [0, 0, 1])
+    for name, taints in (("a", []), ("b", [FOO_NO_EXECUTE, FOO_PREFER]), ("c", [])):
+        info = cluster.info(name)
+        info.node = make_node(name, taints=taints)
+        cluster.table.sync_row(info)
+    assert answers() == ([True, False, True], [0, 1, 0])

@@ -10,7 +10,8 @@ from scheduler.api import Pod
 from scheduler.config.args import NodeResourcesBalancedAllocationArgs
 from scheduler.framework import CycleState, Handle, NodeInfo, NodeTable, Status
 from scheduler.plugins import names
-from scheduler.plugins.noderesources.resource_allocation import node_lists, pod_request_list, table_matrices
+from scheduler.plugins.helper import NodeMemo
+from scheduler.plugins.noderesources.resource_allocation import memoised_scores, node_lists, pod_request_list
 from scheduler.plugins.noderesources.scorers import balanced_score_many, balanced_score_one
 
 _PRE_SCORE_KEY = "PreScore" + names.NODE_RESOURCES_BALANCED_ALLOCATION
@@ -19,13 +20,14 @@ _PRE_SCORE_KEY = "PreScore" + names.NODE_RESOURCES_BALANCED_ALLOCATION
 class BalancedAllocation:
     name: ClassVar[str] = names.NODE_RESOURCES_BALANCED_ALLOCATION
 
-    __slots__ = ("_resources",)
+    __slots__ = ("_memo", "_resources")
 
     def __init__(
         self, args: NodeResourcesBalancedAllocationArgs | None = None, handle: Handle | None = None
     ) -> None:
         args = args or NodeResourcesBalancedAllocationArgs()
         self._resources = tuple(spec.name for spec in args.resources)
+        self._memo = NodeMemo(np.int64)
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: Any) -> Status | None:
         requests = pod_request_list(pod, self._resources, non_zero=False)
@@ -51,5 +53,13 @@ class BalancedAllocation:
         pod_requests = self._pod_requests(state, pod)
         if not any(pod_requests):
             return np.zeros(len(slots), dtype=np.int64)
-        requested, allocatable = table_matrices(table, slots, self._resources, pod_requests, non_zero=False)
-        return balanced_score_many(requested, allocatable)
+        return memoised_scores(
+            self._memo,
+            table,
+            slots,
+            self._resources,
+            pod_requests,
+            False,
+            balanced_score_one,
+            balanced_score_many,
+        )

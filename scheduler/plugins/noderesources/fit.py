@@ -33,7 +33,8 @@ from scheduler.framework import (
 from scheduler.framework import nodetable as cols
 from scheduler.framework.interface import NODE, POD
 from scheduler.plugins import names
-from scheduler.plugins.noderesources.resource_allocation import node_lists, pod_request_list, table_matrices
+from scheduler.plugins.helper import NodeMemo
+from scheduler.plugins.noderesources.resource_allocation import memoised_scores, node_lists, pod_request_list
 from scheduler.plugins.noderesources.scorers import (
     LeastAllocated,
     MostAllocated,
@@ -113,6 +114,32 @@ def _status(reasons: list[str], unresolvable: bool) -> Status:
     return Status.unresolvable(*reasons) if unresolvable else Status.unschedulable(*reasons)
 
 
+def _verdicts(
+    rejected: np.ndarray,
+    failed: np.ndarray,
+    free_pods: np.ndarray,
+    wanted: list[tuple[np.ndarray, np.ndarray, int, str]],
+) -> NodeVerdicts:
+    """One status per distinct (shortages, unresolvable) combination among the ``failed`` slots."""
+    flags = [free_pods[failed] < 1]
+    labels = [REASON_TOO_MANY_PODS]
+    unresolvable = np.zeros(len(failed), dtype=bool)
+    for alloc_col, free_col, want, label in wanted:
+        short = free_col[failed] < want
+        flags.append(short)
+        labels.append(label)
+        unresolvable |= short & (alloc_col[failed] < want)
+    keyed = np.stack([*flags, unresolvable], axis=1)
+    unique, inverse = np.unique(keyed, axis=0, return_inverse=True)
+    status_ids = np.zeros(len(rejected), dtype=np.int32)
+    status_ids[rejected] = inverse.reshape(-1)
+    statuses = [
+        _status([label for label, bad in zip(labels, row[:-1], strict=True) if bad], bool(row[-1]))
+        for row in unique
+    ]
+    return NodeVerdicts(rejected, status_ids, statuses)
+
+
 def _build_scorer(args: NodeResourcesFitArgs) -> tuple[tuple[str, ...], Scorer]:
     strategy = args.scoring_strategy
     resources = tuple(spec.name for spec in strategy.resources)
@@ -132,13 +159,14 @@ def _build_scorer(args: NodeResourcesFitArgs) -> tuple[tuple[str, ...], Scorer]:
 class Fit:
     name: ClassVar[str] = names.NODE_RESOURCES_FIT
 
-    __slots__ = ("_ignored", "_ignored_groups", "_resources", "_scorer")
+    __slots__ = ("_ignored", "_ignored_groups", "_memo", "_resources", "_scorer")
 
     def __init__(self, args: NodeResourcesFitArgs | None = None, handle: Handle | None = None) -> None:
         args = args or NodeResourcesFitArgs()
         self._ignored = frozenset(args.ignored_resources)
         self._ignored_groups = frozenset(args.ignored_resource_groups)
         self._resources, self._scorer = _build_scorer(args)
+        self._memo = NodeMemo(np.int64)
 
     # ------------------------------------------------------------------ events
 
@@ -200,13 +228,23 @@ class Fit:
         self, state: CycleState, pod: Pod, table: NodeTable, slots: np.ndarray
     ) -> NodeVerdicts | None:
         request = self._request(state, pod)
-        # Whole-column arithmetic on views, then one gather of the boolean result: cheaper than
-        # gathering the int64 rows of every candidate first.
-        alloc = table.alloc
-        used = table.requested
-        flags = [(used[:, cols.PODS] + 1 > alloc[:, cols.PODS])[slots]]
-        labels = [REASON_TOO_MANY_PODS]
-        unresolvable = np.zeros(len(slots), dtype=bool)
+        if not request.scalars:
+            # Fits even where the least is free? Then it fits everywhere (the usual case).
+            least = table.min_free().tolist()
+            r = request.requests
+            if (
+                least[cols.PODS] >= 1
+                and r.milli_cpu <= least[cols.CPU]
+                and r.memory <= least[cols.MEMORY]
+                and r.ephemeral_storage <= least[cols.EPHEMERAL_STORAGE]
+            ):
+                return None
+        # One comparison per wanted resource over whole contiguous columns of ``free``, then one
+        # gather of the boolean result: most pods fit almost everywhere, and only the nodes that
+        # fail are looked at again to word their reasons.
+        free = table.free
+        over = free[:, cols.PODS] < 1
+        wanted = []
         if not request.is_empty:
             r = request.requests
             for column, want, label in (
@@ -215,33 +253,20 @@ class Fit:
                 (cols.EPHEMERAL_STORAGE, r.ephemeral_storage, _FIXED_REASONS[3]),
             ):
                 if want > 0:
-                    short = (want > alloc[:, column] - used[:, column])[slots]
-                    flags.append(short)
-                    labels.append(label)
-                    unresolvable |= short & (want > alloc[:, column][slots])
+                    over |= free[:, column] < want
+                    wanted.append((table.alloc[:, column], free[:, column], want, label))
             for name, want in request.scalars:
                 alloc_col, used_col = table.scalar(name)
-                have = alloc_col[slots]
-                short = want > have - used_col[slots]
-                flags.append(short)
-                labels.append(f"Insufficient {name}")
-                unresolvable |= short & (want > have)
-        rejected = flags[0].copy()
-        for short in flags[1:]:
-            rejected |= short
+                free_col = alloc_col - used_col
+                over |= free_col < want
+                wanted.append((alloc_col, free_col, want, f"Insufficient {name}"))
+        over &= table.valid  # free rows read as full; they are never candidates
+        if not over.any():
+            return None
+        rejected = over[slots]
         if not rejected.any():
             return None
-        failed = np.flatnonzero(rejected)
-        # one status per distinct (shortages, unresolvable) combination among the failed nodes
-        keyed = np.stack([short[failed] for short in flags] + [unresolvable[failed]], axis=1)
-        unique, inverse = np.unique(keyed, axis=0, return_inverse=True)
-        status_ids = np.zeros(len(slots), dtype=np.int32)
-        status_ids[failed] = inverse.reshape(-1)
-        statuses = [
-            _status([label for label, bad in zip(labels, row[:-1], strict=True) if bad], bool(row[-1]))
-            for row in unique
-        ]
-        return NodeVerdicts(rejected, status_ids, statuses)
+        return _verdicts(rejected, slots[rejected], free[:, cols.PODS], wanted)
 
     # ------------------------------------------------------------------ score
 
@@ -260,10 +285,17 @@ class Fit:
         return self._scorer.score_one(requested, allocatable)
 
     def score_nodes(self, state: CycleState, pod: Pod, table: NodeTable, slots: np.ndarray) -> np.ndarray:
-        requested, allocatable = table_matrices(
-            table, slots, self._resources, self._pod_requests(state, pod), non_zero=True
+        scorer = self._scorer
+        return memoised_scores(
+            self._memo,
+            table,
+            slots,
+            self._resources,
+            self._pod_requests(state, pod),
+            True,
+            scorer.score_one,
+            scorer.score_many,
         )
-        return self._scorer.score_many(requested, allocatable)
 
 
 def _shrank_something_wanted(wanted: Resource, old: Resource, new: Resource) -> bool:

@@ -7,7 +7,8 @@ An extended resource the pod does not ask for is left out (allocatable 0 means "
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -15,6 +16,10 @@ from scheduler.api import Pod, Resource
 from scheduler.api.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, is_scalar_resource
 from scheduler.framework import NodeInfo, NodeTable
 from scheduler.framework import nodetable as cols
+from scheduler.plugins.helper import NodeMemo
+
+# up to this many stale rows are rescored one by one rather than in one vectorised pass
+_ONE_BY_ONE_LIMIT = 8
 
 
 def pod_request_list(pod: Pod, resources: Sequence[str], non_zero: bool) -> tuple[int, ...]:
@@ -47,26 +52,59 @@ def node_lists(
 def table_matrices(
     table: NodeTable, slots: np.ndarray, resources: Sequence[str], pod_requests: Sequence[int], non_zero: bool
 ) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`node_lists` for many nodes: two ``(len(resources), len(slots))`` int64 matrices."""
+    """:func:`node_lists` for many nodes: two ``(len(resources), len(slots))`` int64 matrices.
+
+    Each row is one gather of a contiguous table column (no 2-D fancy indexing).
+    """
     n = len(slots)
     requested = np.zeros((len(resources), n), dtype=np.int64)
     allocatable = np.zeros((len(resources), n), dtype=np.int64)
-    for row, (name, pod_request) in enumerate(zip(resources, pod_requests, strict=True)):
+    for i, (name, pod_request) in enumerate(zip(resources, pod_requests, strict=True)):
         if name in (CPU, MEMORY):
             column = cols.CPU if name == CPU else cols.MEMORY
-            alloc = table.alloc[slots, column]
+            alloc_col = table.alloc[:, column]
             if non_zero:
-                used = table.non_zero[slots, cols.NZ_CPU if name == CPU else cols.NZ_MEMORY]
+                used_col = table.non_zero[:, cols.NZ_CPU if name == CPU else cols.NZ_MEMORY]
             else:
-                used = table.requested[slots, column]
+                used_col = table.requested[:, column]
         elif name == EPHEMERAL_STORAGE:
-            alloc = table.alloc[slots, cols.EPHEMERAL_STORAGE]
-            used = table.requested[slots, cols.EPHEMERAL_STORAGE]
+            alloc_col = table.alloc[:, cols.EPHEMERAL_STORAGE]
+            used_col = table.requested[:, cols.EPHEMERAL_STORAGE]
         elif name != PODS and pod_request and is_scalar_resource(name) and name in table.scalar_alloc:
             alloc_col, used_col = table.scalar(name)
-            alloc, used = alloc_col[slots], used_col[slots]
         else:
             continue
-        allocatable[row] = alloc
-        requested[row] = np.where(alloc != 0, used + pod_request, 0)
+        allocatable[i] = alloc_col[slots]
+        np.add(used_col[slots], pod_request, out=requested[i])
+    if np.count_nonzero(allocatable) != allocatable.size:
+        requested[allocatable == 0] = 0
     return requested, allocatable
+
+
+def memoised_scores(
+    memo: NodeMemo,
+    table: NodeTable,
+    slots: np.ndarray,
+    resources: Sequence[str],
+    pod_requests: tuple[int, ...],
+    non_zero: bool,
+    score_one: Callable[[list[int], list[int]], int],
+    score_many: Callable[[np.ndarray, np.ndarray], np.ndarray],
+) -> np.ndarray:
+    """Scores of ``slots``, recomputed only on rows that changed since pods with the same
+    requests were last scored there (usually one: the node that took the previous pod).
+
+    A handful of stale rows are scored one by one (cheaper than a dozen numpy calls); more are
+    scored in one vectorised pass. Both forms give the same numbers.
+    """
+
+    def refresh(stale: np.ndarray) -> Any:
+        if len(stale) <= _ONE_BY_ONE_LIMIT:
+            infos = table.infos
+            return [
+                score_one(*node_lists(infos[slot], resources, pod_requests, non_zero))  # type: ignore[arg-type]
+                for slot in stale.tolist()
+            ]
+        return score_many(*table_matrices(table, stale, resources, pod_requests, non_zero))
+
+    return memo.values(table, pod_requests, slots, refresh)

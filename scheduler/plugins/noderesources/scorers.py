@@ -33,17 +33,28 @@ class Scorer(Protocol):
 
 
 class _Weighted:
-    __slots__ = ("weights",)
+    __slots__ = ("_weight_row", "weights")
 
     def __init__(self, weights: Sequence[int]) -> None:
         self.weights = tuple(weights)
+        self._weight_row = np.asarray(self.weights, dtype=np.int64)
+
+    def _weighted_mean_floor(self, per_resource: np.ndarray, counted: np.ndarray | None) -> np.ndarray:
+        """Floor of the weighted mean per node; ``counted=None`` means every resource counts."""
+        if counted is None:
+            return self._weight_row.dot(per_resource) // max(sum(self.weights), 1)
+        w = self._weight_row[:, None]
+        total = (per_resource * w * counted).sum(axis=0)
+        weight_sum = (w * counted).sum(axis=0)
+        return np.where(weight_sum > 0, total // np.maximum(weight_sum, 1), 0)
 
 
-def _weighted_mean_floor(per_resource: np.ndarray, counted: np.ndarray, weights: Sequence[int]) -> np.ndarray:
-    w = np.asarray(weights, dtype=np.int64)[:, None]
-    total = (per_resource * w * counted).sum(axis=0)
-    weight_sum = (w * counted).sum(axis=0)
-    return np.where(weight_sum > 0, total // np.maximum(weight_sum, 1), 0)
+def _counted(allocatable: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """(divisor, mask of counted resources); the mask is None when every allocatable is non-zero."""
+    if allocatable.all():
+        return allocatable, None
+    counted = allocatable != 0
+    return np.where(counted, allocatable, 1), counted
 
 
 class LeastAllocated(_Weighted):
@@ -62,10 +73,12 @@ class LeastAllocated(_Weighted):
         return total // weight_sum if weight_sum else 0
 
     def score_many(self, requested: np.ndarray, allocatable: np.ndarray) -> np.ndarray:
-        counted = allocatable != 0
-        safe = np.where(counted, allocatable, 1)
-        per = np.where(requested > allocatable, 0, (allocatable - requested) * MAX_NODE_SCORE // safe)
-        return _weighted_mean_floor(per, counted, self.weights)
+        safe, counted = _counted(allocatable)
+        # an overcommitted resource scores 0: clamp the free amount at 0 before scaling
+        per = np.maximum(allocatable - requested, 0)
+        per *= MAX_NODE_SCORE
+        per //= safe
+        return self._weighted_mean_floor(per, counted)
 
 
 class MostAllocated(_Weighted):
@@ -83,10 +96,11 @@ class MostAllocated(_Weighted):
         return total // weight_sum if weight_sum else 0
 
     def score_many(self, requested: np.ndarray, allocatable: np.ndarray) -> np.ndarray:
-        counted = allocatable != 0
-        safe = np.where(counted, allocatable, 1)
-        per = np.minimum(requested, allocatable) * MAX_NODE_SCORE // safe
-        return _weighted_mean_floor(per, counted, self.weights)
+        safe, counted = _counted(allocatable)
+        per = np.minimum(requested, allocatable)
+        per *= MAX_NODE_SCORE
+        per //= safe
+        return self._weighted_mean_floor(per, counted)
 
 
 @dataclass(slots=True, frozen=True)
@@ -201,6 +215,11 @@ def balanced_score_one(requested: Sequence[int], allocatable: Sequence[int]) -> 
 
 def balanced_score_many(requested: np.ndarray, allocatable: np.ndarray) -> np.ndarray:
     """:func:`balanced_score_one` over ``(resources, nodes)``, with the same float operations in order."""
+    if len(allocatable) == 2 and allocatable.all():
+        # the default (cpu, memory) on nodes that have both: the two-value branch, directly
+        fractions = np.minimum(requested / allocatable, 1.0)
+        std = np.abs((fractions[0] - fractions[1]) / 2)
+        return ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
     counted = allocatable != 0
     fractions = np.where(counted, np.minimum(requested / np.where(counted, allocatable, 1), 1.0), 0.0)
     n = counted.sum(axis=0)
