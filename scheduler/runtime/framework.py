@@ -61,6 +61,7 @@ EXTENSION_METHODS: dict[str, str] = {
 _ANY_EVENT = ClusterEventWithHint(ClusterEvent(WILDCARD, ActionType.ALL))
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FILTER_CHUNK = 256
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 
 
@@ -282,9 +283,10 @@ class Framework:
     ) -> tuple[np.ndarray, Rejections, int]:
         """Feasible slots (in evaluation order, at most the number to find), rejections, nodes processed.
 
-        ``candidates`` are slots in evaluation order. Batch filters run first over every
-        candidate while the filter order allows it; the remaining filters run per node and stop
-        once enough feasible nodes are found. ``nominated`` maps node names to the nominated pods
+        ``candidates`` are slots in evaluation order, taken chunk by chunk: in each chunk the
+        batch filters (those before the first per-node-only filter) run over all its slots at
+        once, then the remaining filters run per node; the search stops once enough feasible
+        nodes are found. ``nominated`` maps node names to the nominated pods
         of equal or higher priority (see :func:`nominated_pods_to_respect`): those nodes skip the
         batch filters, which cannot see such pods, and run every filter per node with them added.
         """
@@ -293,63 +295,78 @@ class Framework:
         if not self.score_plugins:
             num_to_find = min(1, len(candidates))
         rejections = Rejections()
-        alive = candidates
-        positions = np.arange(len(candidates))
         plugins = [
             (p, batch)
             for p, batch in zip(self.filter_plugins, self.filter_is_batch, strict=True)
             if p.name not in state.skip_filter_plugins
         ]
-        held = self._slots_with_nominated(snapshot, nominated)
-        held_slots: list[tuple[int, int]] = []
-        if held:
-            is_held = np.isin(candidates, np.fromiter(held, dtype=np.int64, count=len(held)))
-            held_slots = list(zip(positions[is_held].tolist(), candidates[is_held].tolist(), strict=True))
-            alive, positions = candidates[~is_held], positions[~is_held]
         first_per_node = next((i for i, (_, batch) in enumerate(plugins) if not batch), len(plugins))
-        for plugin, _ in plugins[:first_per_node]:
-            if alive.size == 0:
-                break
-            with _plugin_errors(plugin, "Filter", pod):
-                verdict = plugin.filter_nodes(state, pod, table, alive)
-            if verdict is None or not verdict.rejected.any():
-                continue
-            rejected = verdict.rejected
-            rejections.add(alive[rejected], verdict.status_ids[rejected], verdict.statuses, plugin.name)
-            keep = ~rejected
-            alive, positions = alive[keep], positions[keep]
-
+        batch_plugins = [plugin for plugin, _ in plugins[:first_per_node]]
         per_node = [plugin for plugin, _ in plugins[first_per_node:]]
-        if not per_node and not held_slots:
-            feasible = alive[:num_to_find]
-            if len(alive) > num_to_find:
-                processed = int(positions[num_to_find - 1]) + 1 if num_to_find else 0
-            else:
-                processed = len(candidates)
-            return feasible, rejections, processed
-
         every_filter = [plugin for plugin, _ in plugins]
-        order = list(zip(positions.tolist(), alive.tolist(), strict=True))
-        if held_slots:
-            order = sorted(order + held_slots)
-        feasible_list: list[int] = []
+        held = self._slots_with_nominated(snapshot, nominated)
+        is_held = np.isin(candidates, np.fromiter(held, dtype=np.int64, count=len(held))) if held else None
+        positions = np.arange(len(candidates))
+
+        # Like upstream, stop once enough feasible nodes are found: candidates are filtered in
+        # chunks (twice the number to find, then doubling), so a mostly-empty cluster never pays
+        # for filtering every node.
+        found: list[np.ndarray] = []
+        count = 0
         processed = len(candidates)
-        for position, slot in order:
-            info = table.info(slot)
-            if nominated is not None and slot in held:
-                status = self._filter_with_nominated(state, pod, info, every_filter, nominated[info.name])
-            else:
-                status = self._filter_one(state, pod, info, per_node)
-            if status is None:
-                feasible_list.append(slot)
-                if len(feasible_list) >= num_to_find:
-                    processed = position + 1
+        start, size = 0, max(2 * num_to_find, MIN_FILTER_CHUNK)
+        while start < len(candidates) and count < num_to_find:
+            stop = min(start + size, len(candidates))
+            alive, pos = candidates[start:stop], positions[start:stop]
+            held_here: list[tuple[int, int]] = []
+            if is_held is not None:
+                mask = is_held[start:stop]
+                held_here = list(zip(pos[mask].tolist(), alive[mask].tolist(), strict=True))
+                alive, pos = alive[~mask], pos[~mask]
+            for plugin in batch_plugins:
+                if alive.size == 0:
                     break
-            elif status.code == Code.ERROR:
-                raise CycleError(status)
+                with _plugin_errors(plugin, "Filter", pod):
+                    verdict = plugin.filter_nodes(state, pod, table, alive)
+                if verdict is None or not verdict.rejected.any():
+                    continue
+                rejected = verdict.rejected
+                rejections.add(alive[rejected], verdict.status_ids[rejected], verdict.statuses, plugin.name)
+                keep = ~rejected
+                alive, pos = alive[keep], pos[keep]
+            if not per_node and not held_here:
+                taken = alive[: num_to_find - count]
+                found.append(taken)
+                count += len(taken)
+                if count >= num_to_find and len(taken):
+                    processed = int(pos[len(taken) - 1]) + 1
             else:
-                rejections.add_one(slot, status)
-        return np.array(feasible_list, dtype=np.int64), rejections, processed
+                order = list(zip(pos.tolist(), alive.tolist(), strict=True))
+                if held_here:
+                    order = sorted(order + held_here)
+                chunk_feasible: list[int] = []
+                for position, slot in order:
+                    info = table.info(slot)
+                    if nominated is not None and slot in held:
+                        status = self._filter_with_nominated(
+                            state, pod, info, every_filter, nominated[info.name]
+                        )
+                    else:
+                        status = self._filter_one(state, pod, info, per_node)
+                    if status is None:
+                        chunk_feasible.append(slot)
+                        if count + len(chunk_feasible) >= num_to_find:
+                            processed = position + 1
+                            break
+                    elif status.code == Code.ERROR:
+                        raise CycleError(status)
+                    else:
+                        rejections.add_one(slot, status)
+                found.append(np.array(chunk_feasible, dtype=np.int64))
+                count += len(chunk_feasible)
+            start, size = stop, size * 2
+        feasible = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+        return feasible, rejections, processed
 
     def _filter_one(self, state: CycleState, pod: Pod, info: Any, plugins: Sequence[Any]) -> Status | None:
         for plugin in plugins:
@@ -472,41 +489,51 @@ class Framework:
     def run_scoring(self, state: CycleState, pod: Pod, table: NodeTable, slots: np.ndarray) -> np.ndarray:
         """Weighted total scores of ``slots`` (PreScore, Score, NormalizeScore, weights)."""
         infos = list(map(table.infos.__getitem__, slots.tolist()))
-        for plugin in self.pre_score_plugins:
-            with _plugin_errors(plugin, "PreScore", pod):
+        plugin: Any = None
+        try:
+            for plugin in self.pre_score_plugins:
                 status = plugin.pre_score(state, pod, infos)
-            if status is not None and status.is_skip:
-                state.skip_score_plugins.add(plugin.name)
-            elif status is not None and not status.is_success:
-                raise CycleError(status.with_plugin(plugin.name))
-        totals = np.zeros(len(slots), dtype=np.int64)
-        for plugin, weight in self.score_plugins:
-            if plugin.name in state.skip_score_plugins:
-                continue
-            score_nodes = getattr(plugin, "score_nodes", None)
-            normalize = getattr(plugin, "normalize_scores", None)
-            with _plugin_errors(plugin, "Score", pod):
+                if status is not None and status.is_skip:
+                    state.skip_score_plugins.add(plugin.name)
+                elif status is not None and not status.is_success:
+                    raise CycleError(status.with_plugin(plugin.name))
+            active = [(p, w) for p, w in self.score_plugins if p.name not in state.skip_score_plugins]
+            # one row per plugin, checked and weighted at once
+            scores = np.empty((len(active), len(slots)), dtype=np.int64)
+            for row, (plugin, _) in enumerate(active):
+                score_nodes = getattr(plugin, "score_nodes", None)
                 if score_nodes is not None:
-                    raw = np.asarray(score_nodes(state, pod, table, slots), dtype=np.int64)
+                    scores[row] = score_nodes(state, pod, table, slots)
                 else:
-                    raw = np.fromiter(
+                    scores[row] = np.fromiter(
                         (plugin.score(state, pod, i) for i in infos), dtype=np.int64, count=len(infos)
                     )
+                normalize = getattr(plugin, "normalize_scores", None)
                 if normalize is not None:
-                    normalize(state, pod, raw)
-            if raw.size and (raw.min() < MIN_NODE_SCORE or raw.max() > MAX_NODE_SCORE):
-                bad = int(raw.max() if raw.max() > MAX_NODE_SCORE else raw.min())
-                raise CycleError(
-                    Status.from_error(
-                        ValueError(
-                            f"plugin {plugin.name!r} returns an invalid score {bad}, it should be in the "
-                            f"range [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
-                        ),
-                        plugin.name,
-                    )
+                    normalize(state, pod, scores[row])
+        except CycleError:
+            raise
+        except Exception as exc:
+            log.exception("plugin %s failed scoring pod %s", plugin.name, pod.key)
+            raise CycleError(Status.from_error(exc, plugin.name)) from exc
+        if scores.size and (scores.min() < MIN_NODE_SCORE or scores.max() > MAX_NODE_SCORE):
+            bad_row = int(
+                np.flatnonzero((scores < MIN_NODE_SCORE).any(1) | (scores > MAX_NODE_SCORE).any(1))[0]
+            )
+            row_scores = scores[bad_row]
+            bad = int(row_scores.max() if row_scores.max() > MAX_NODE_SCORE else row_scores.min())
+            name = active[bad_row][0].name
+            raise CycleError(
+                Status.from_error(
+                    ValueError(
+                        f"plugin {name!r} returns an invalid score {bad}, it should be in the "
+                        f"range [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+                    ),
+                    name,
                 )
-            totals += raw * weight
-        return totals
+            )
+        weights = np.fromiter((w for _, w in active), dtype=np.int64, count=len(active))
+        return weights @ scores if len(active) else np.zeros(len(slots), dtype=np.int64)
 
     def select_host(self, totals: np.ndarray) -> int:
         """Index of the highest total; ties are broken uniformly at random, as upstream does."""
