@@ -9,7 +9,6 @@ asyncio tasks; a failed binding unreserves, forgets the assumed pod and requeues
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -169,7 +168,7 @@ class Scheduler:
             return False
         self._observe_algorithm(start)
 
-        assumed = dataclasses.replace(pod, node_name=result.node_name)
+        assumed = pod.on_node(result.node_name)
         self.cache.assume_pod(assumed)
         try:
             # Placed now: its nomination must stop holding room on the nominated node.

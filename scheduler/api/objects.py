@@ -8,7 +8,7 @@ by the plugin that needs them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from scheduler.api.quantity import QuantityError
@@ -89,6 +89,15 @@ class Pod:
     def is_terminal(self) -> bool:
         return self.phase in ("Succeeded", "Failed")
 
+    def on_node(self, node_name: str) -> Pod:
+        """A copy placed on ``node_name`` (what the cache assumes); much cheaper than
+        ``dataclasses.replace``, which re-runs ``__init__`` over every field."""
+        copy = object.__new__(Pod)
+        for name in _POD_FIELDS:
+            object.__setattr__(copy, name, getattr(self, name))
+        copy.node_name = node_name
+        return copy
+
     def condition(self, condition_type: str) -> Mapping[str, Any] | None:
         return next((c for c in self.conditions if c.get("type") == condition_type), None)
 
@@ -157,6 +166,9 @@ class Pod:
             raise
         except (QuantityError, KeyError, TypeError, ValueError, AttributeError) as exc:
             raise MalformedObject("Pod", key, str(exc)) from exc
+
+
+_POD_FIELDS = tuple(f.name for f in fields(Pod))
 
 
 @dataclass(slots=True, eq=False)

@@ -488,7 +488,7 @@ class Framework:
 
     def run_scoring(self, state: CycleState, pod: Pod, table: NodeTable, slots: np.ndarray) -> np.ndarray:
         """Weighted total scores of ``slots`` (PreScore, Score, NormalizeScore, weights)."""
-        infos = list(map(table.infos.__getitem__, slots.tolist()))
+        infos = _NodeInfoList(table, slots)
         plugin: Any = None
         try:
             for plugin in self.pre_score_plugins:
@@ -625,6 +625,32 @@ class Framework:
 def nominated_pods_to_respect(pod: Pod, nominated: Sequence[Pod]) -> list[Pod]:
     """The nominated pods ``pod`` must leave room for: equal or higher priority, other than itself."""
     return [other for other in nominated if other.priority >= pod.priority and other.uid != pod.uid]
+
+
+class _NodeInfoList(Sequence[NodeInfo]):
+    """The NodeInfos of ``slots``, built only if a plugin actually looks at them (most PreScore
+    plugins skip or use the table, and building 500 entries costs more than their whole work)."""
+
+    __slots__ = ("_infos", "_slots", "_table")
+
+    def __init__(self, table: NodeTable, slots: np.ndarray) -> None:
+        self._table = table
+        self._slots = slots
+        self._infos: list[NodeInfo] | None = None
+
+    def _list(self) -> list[NodeInfo]:
+        if self._infos is None:
+            self._infos = list(map(self._table.infos.__getitem__, self._slots.tolist()))  # type: ignore[arg-type]
+        return self._infos
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._list()[index]
+
+    def __iter__(self) -> Iterator[NodeInfo]:
+        return iter(self._list())
 
 
 @contextmanager

@@ -71,3 +71,21 @@ def test_pod_defaults_leave_host_users_unset() -> None:
 def test_pod_with_a_non_boolean_host_users_is_malformed() -> None:
     with pytest.raises(MalformedObject, match=r"spec\.hostUsers must be a boolean"):
         Pod.from_dict(pod_json(hostUsers="false"))
+
+
+def test_a_pod_placed_on_a_node_is_an_independent_copy():
+    original = Pod.from_dict(
+        {
+            "metadata": {"name": "p", "namespace": "ns", "uid": "u", "labels": {"a": "b"}},
+            "spec": {"containers": []},
+        }
+    )
+    placed = original.on_node("n1")
+    assert placed.node_name == "n1" and original.node_name == ""
+    assert placed is not original
+    assert (placed.uid, placed.key, placed.labels, placed.requests) == (
+        original.uid,
+        original.key,
+        original.labels,
+        original.requests,
+    )
