@@ -1,13 +1,14 @@
 """Decisions per second for pod topology spread and inter-pod (anti-)affinity workloads.
 
     python -m bench.affinity [--nodes 1000 5000] [--pods 1000] [--existing-per-node 4]
-                             [--workloads spread anti-affinity preferred-affinity]
+                             [--workloads spread soft-spread anti-affinity preferred-affinity]
 
-Modelled on upstream scheduler_perf's TopologySpreading, SchedulingPodAntiAffinity and
-SchedulingPreferredPodAffinity: every node already runs ``--existing-per-node`` pods (a quarter
-of them belonging to the measured workload, the rest to 100 other apps), then ``--pods`` pods
-of the workload are scheduled one cycle at a time with the default profile. Prints decisions/s
-and the p50/p99 of one scheduling cycle per workload and node count; nothing is asserted.
+Modelled on upstream scheduler_perf's TopologySpreading, PreferredTopologySpreading,
+SchedulingPodAntiAffinity and SchedulingPreferredPodAffinity: every node already runs
+``--existing-per-node`` pods (a quarter of them belonging to the measured workload, the rest to
+100 other apps), then ``--pods`` pods of the workload are scheduled one cycle at a time with the
+default profile. Prints decisions/s and the p50/p99 of one scheduling cycle per workload and
+node count; nothing is asserted.
 """
 
 from __future__ import annotations
@@ -36,6 +37,12 @@ def _spread(app: str) -> dict[str, Any]:
     }
 
 
+def _soft_spread(app: str) -> dict[str, Any]:
+    selector = {"matchLabels": {"app": app}}
+    soft = {"maxSkew": 1, "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": selector}
+    return {"topologySpreadConstraints": [{**soft, "topologyKey": key} for key in (ZONE, HOST)]}
+
+
 def _anti_affinity(app: str) -> dict[str, Any]:
     term = {"topologyKey": HOST, "labelSelector": {"matchLabels": {"app": app}}}
     return {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
@@ -51,6 +58,7 @@ def _preferred_affinity(app: str) -> dict[str, Any]:
 # must sit one per node, as required anti-affinity demands)
 WORKLOADS: dict[str, tuple[str, Callable[[str], dict[str, Any]], bool]] = {
     "spread": ("spread", _spread, False),
+    "soft-spread": ("soft", _soft_spread, False),
     "anti-affinity": ("anti", _anti_affinity, True),
     "preferred-affinity": ("pref", _preferred_affinity, False),
 }

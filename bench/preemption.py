@@ -1,8 +1,10 @@
 """A preemption workload, in process: nodes full of low-priority pods, then high-priority pods.
 
-    python -m bench.preemption [--nodes 500 5000] [--pods 200] [--per-node 4]
+    python -m bench.preemption [--nodes 500 5000] [--pods 200] [--per-node 4] [--protected 0 0.9]
 
-Every node (4 CPUs) runs ``--per-node`` pods of one CPU share each, with priorities 0..3; then
+Every node (4 CPUs) runs ``--per-node`` pods of one CPU share each, with priorities 0..3 (on a
+``--protected`` share of the nodes, 2000: nothing there may be evicted, as on nodes running only
+system-critical pods, so the dry run must look further to find its candidates); then
 ``--pods`` pods of priority 1000 asking for 2 CPUs are scheduled with the default profile. Each
 fits nowhere, so DefaultPreemption picks victims and nominates a node; the victims' deletion
 reaches the cache through an in-memory API (as the pod informer would deliver it), and a
@@ -71,7 +73,7 @@ def _ms(values: list[float], q: float) -> float:
     return values[min(int(len(values) * q), len(values) - 1)] * 1000 if values else 0.0
 
 
-async def run(num_nodes: int, num_pods: int, per_node: int) -> str:
+async def run(num_nodes: int, num_pods: int, per_node: int, protected: float = 0.0) -> str:
     config = default_config()
     registry = in_tree_registry()
     registry["DefaultBinder"] = InMemoryBinder
@@ -81,9 +83,15 @@ async def run(num_nodes: int, num_pods: int, per_node: int) -> str:
     for i in range(num_nodes):
         node = make_node(i)
         cache.add_node(node)
+        shielded = int((i + 1) * protected) > int(i * protected)  # evenly spread
         for j in range(per_node):
             pod = make_pod(
-                f"low-{i:05d}-{j}", {"app": "low"}, node_name=node.name, cpu="1", memory="1Gi", priority=j % 4
+                f"low-{i:05d}-{j}",
+                {"app": "low"},
+                node_name=node.name,
+                cpu="1",
+                memory="1Gi",
+                priority=2000 if shielded else j % 4,
             )
             cache.add_pod(pod)
             api.pods[pod.name] = pod
@@ -144,7 +152,7 @@ async def run(num_nodes: int, num_pods: int, per_node: int) -> str:
     bound = sum(1 for pod in preemptors if cache.is_assumed(pod.uid) or _placed(cache, pod))
     per_preemption = (api.deleted - deleted_before) / nominated if nominated else 0.0
     return (
-        f"{num_nodes:>6} nodes x {per_node} low pods, {num_pods} preemptors: "
+        f"{num_nodes:>6} nodes x {per_node} low pods ({protected:.0%} protected), {num_pods} preemptors: "
         f"preempting cycle p50 {statistics.median(first) * 1000:.1f} ms p99 {_ms(first, 0.99):.1f} ms; "
         f"follow-up cycle p50 {statistics.median(second) * 1000:.2f} ms; "
         f"{nominated} nominated, {per_preemption:.2f} victims each, {bound} bound; "
@@ -161,9 +169,11 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, nargs="+", default=[500, 5000])
     parser.add_argument("--pods", type=int, default=200)
     parser.add_argument("--per-node", type=int, default=4)
+    parser.add_argument("--protected", type=float, nargs="+", default=[0.0, 0.9])
     args = parser.parse_args()
     for num_nodes in args.nodes:
-        print(asyncio.run(run(num_nodes, args.pods, args.per_node)))
+        for protected in args.protected:
+            print(asyncio.run(run(num_nodes, args.pods, args.per_node, protected)), flush=True)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ and the framework's respect for nominated pods."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,6 +23,7 @@ from scheduler.plugins.defaultpreemption.candidates import (
     pick_one,
 )
 from scheduler.plugins.defaultpreemption.pdb import parse_budgets, split_by_violation
+from scheduler.plugins.defaultpreemption.plugin import _unschedulable
 from scheduler.plugins.defaultpreemption.victims import Victims
 from scheduler.plugins.registry import in_tree_registry
 from scheduler.runtime import Framework
@@ -534,3 +536,216 @@ def test_the_framework_handle_exposes_its_framework_and_counts_preemptions():
     handle.observe_preemption(None)
     assert metrics.preemption_attempts._value.get() == 2
     assert metrics.preemption_victims._sum.get() == 3
+
+
+# ---------------------------------------------------------------------------- shortcuts agree
+
+FILTER_PROFILE = [
+    "PrioritySort",
+    "NodeUnschedulable",
+    "NodeName",
+    "TaintToleration",
+    "NodeAffinity",
+    "NodePorts",
+    "NodeResourcesFit",
+    "PodTopologySpread",
+    "InterPodAffinity",
+    "DefaultPreemption",
+    "DefaultBinder",
+]
+
+
+class Opaque:
+    """The framework as a bare FilterRunner: the dry run can see none of its plugins, so it takes
+    no shortcut (no pre-check, no state sharing, no NodeResourcesFit-only re-check)."""
+
+    def __init__(self, fwk: Framework) -> None:
+        self._fwk = fwk
+
+    def run_filters_with_nominated_pods(self, state: CycleState, pod: Pod, info: Any) -> Status | None:
+        return self._fwk.run_filters_with_nominated_pods(state, pod, info)
+
+    def run_pre_filter_extension_add_pod(self, state: CycleState, pod: Pod, other: Pod, info: Any) -> Any:
+        return self._fwk.run_pre_filter_extension_add_pod(state, pod, other, info)
+
+    def run_pre_filter_extension_remove_pod(self, state: CycleState, pod: Pod, other: Pod, info: Any) -> Any:
+        return self._fwk.run_pre_filter_extension_remove_pod(state, pod, other, info)
+
+
+def random_victim(rng: random.Random, name: str, node: str) -> Pod:
+    kwargs: dict[str, Any] = {"labels": {"app": rng.choice(["web", "db"])}}
+    if rng.random() < 0.3:
+        kwargs["host_ports"] = [(8080, "TCP")]
+    return make_pod(
+        name,
+        node_name=node,
+        priority=rng.choice([0, 1, 5, 10, 20]),
+        requests={"cpu": f"{rng.choice([100, 500, 1000, 2000])}m", "memory": rng.choice(["256Mi", "1Gi"])},
+        **kwargs,
+    )
+
+
+def random_preemptor(rng: random.Random) -> Pod:
+    kwargs: dict[str, Any] = {}
+    if rng.random() < 0.3:
+        kwargs["host_ports"] = [(8080, "TCP")]
+    if rng.random() < 0.2:
+        term = {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "db"}}}
+        kwargs["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    if rng.random() < 0.2:
+        kwargs["node_selector"] = {"disk": "ssd"}
+    if rng.random() < 0.2:
+        kwargs["tolerations"] = [{"key": "dedicated", "operator": "Exists"}]
+    return make_pod(
+        "p",
+        priority=rng.choice([5, 10, 15]),
+        requests={"cpu": f"{rng.choice([500, 1500, 3000])}m", "memory": rng.choice(["512Mi", "2Gi"])},
+        labels={"app": "web"},
+        **kwargs,
+    )
+
+
+def outcome(found: list[Candidate], statuses: dict[str, Status]) -> tuple:
+    """The candidates; the other nodes' statuses only when there is none (they are read only then)."""
+    chosen = [(c.node_name, [p.uid for p in c.victims.pods], c.victims.num_pdb_violations) for c in found]
+    return chosen, [] if chosen else list(statuses.items())
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_the_dry_run_shortcuts_find_what_the_plain_dry_run_finds(seed: int) -> None:
+    rng = random.Random(seed)
+    nodes = [
+        make_node(
+            f"n{i}",
+            cpu=rng.choice(["1", "2", "4"]),
+            memory=rng.choice(["2Gi", "4Gi"]),
+            pods=rng.choice([2, 3, 110]),
+            labels={"disk": "ssd"} if rng.random() < 0.5 else {},
+            taints=[("dedicated", "x", "NoSchedule")] if rng.random() < 0.15 else (),
+        )
+        for i in range(rng.randint(1, 12))
+    ]
+    pods = [random_victim(rng, f"v{j}", rng.choice(nodes).name) for j in range(rng.randint(0, 30))]
+    preemptor = random_preemptor(rng)
+    nominated = {
+        node.name: [make_pod(f"nom-{node.name}", priority=rng.choice([1, 20]), requests={"cpu": "1"})]
+        for node in nodes
+        if rng.random() < 0.3
+    }
+    handle = Handle(table_of(nodes, pods), nominated=nominated)
+    profile = Profile(
+        scheduler_name="pyscheduler",
+        plugins=Plugins(multi_point=PluginSet(enabled=[PluginRef(n) for n in FILTER_PROFILE])),
+    )
+    fwk = Framework(profile, in_tree_registry(), handle)
+    state = CycleState()
+    _, status, _ = fwk.run_pre_filter(state, preemptor, handle.snapshot)
+    if status is not None:
+        return
+    budgets = parse_budgets([pdb("db", {"app": "db"}, rng.choice([0, 1]))])
+    infos = list(handle.snapshot.node_infos())
+    offset, wanted = rng.randrange(len(infos)), rng.randint(1, len(infos))
+
+    fast = dry_run(fwk, state, preemptor, infos, budgets, offset, wanted, handle.nominated_pods_for_node)
+    plain = dry_run(Opaque(fwk), state, preemptor, infos, budgets, offset, wanted)
+
+    assert outcome(*fast) == outcome(*plain)
+
+
+ANTI_DB = {
+    "podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "db"}}}
+        ]
+    }
+}
+
+
+def port_pod(name: str, node: str, cpu: str, priority: int) -> Pod:
+    return make_pod(
+        name, node_name=node, requests={"cpu": cpu}, priority=priority, host_ports=[(8080, "TCP")]
+    )
+
+
+SHORTCUT_CASES = [
+    pytest.param(
+        [port_pod("low-a", "n1", "1", 1), cpu_pod("low-b", "n1", "1", 1), cpu_pod("high", "n1", "1", 50)],
+        port_pod("p", "", "2", 10),
+        {},
+        ["low-a"],
+        id="a victim holding the preemptor's host port goes even where its cpu could stay",
+    ),
+    pytest.param(
+        [cpu_pod("low-a", "n1", "1", 1), cpu_pod("low-b", "n1", "1", 1), cpu_pod("high", "n1", "1", 50)],
+        cpu_pod("p", "", "1", 10),
+        {"n1": [make_pod("nominated", priority=20, requests={"cpu": "1"})]},
+        ["low-b"],
+        id="room promised to a nominated pod of higher priority is kept free by every re-check",
+    ),
+    pytest.param(
+        [cpu_pod("low-a", "n1", "1", 1), cpu_pod("low-b", "n1", "1", 1), cpu_pod("high", "n1", "1", 50)],
+        cpu_pod("p", "", "2", 10),
+        {"n1": [make_pod("nominated", priority=5, requests={"cpu": "1"})]},
+        ["low-b"],
+        id="a nominated pod of lower priority is no reason to evict more",
+    ),
+    pytest.param(
+        [
+            cpu_pod("db", "n1", "1", 1, labels={"app": "db"}),
+            cpu_pod("web", "n1", "1", 1, labels={"app": "web"}),
+        ],
+        cpu_pod("p", "", "1", 10, affinity=ANTI_DB),
+        {},
+        ["db"],
+        id="a victim the preemptor's anti-affinity rejects goes: RemovePod keeps the counts right",
+    ),
+]
+
+
+@pytest.mark.parametrize(("pods", "preemptor", "nominated", "victims"), SHORTCUT_CASES)
+def test_the_dry_run_shortcuts_pick_the_victims_every_filter_would(
+    pods: list[Pod], preemptor: Pod, nominated: dict[str, list[Pod]], victims: list[str]
+) -> None:
+    handle = Handle(table_of([make_node("n1", cpu="4")], pods), nominated=nominated)
+    profile = Profile(
+        scheduler_name="pyscheduler",
+        plugins=Plugins(multi_point=PluginSet(enabled=[PluginRef(n) for n in FILTER_PROFILE])),
+    )
+    fwk = Framework(profile, in_tree_registry(), handle)
+    state = CycleState()
+    fwk.run_pre_filter(state, preemptor, handle.snapshot)
+    infos = list(handle.snapshot.node_infos())
+
+    fast, _ = dry_run(fwk, state, preemptor, infos, [], 0, 1, handle.nominated_pods_for_node)
+    plain, _ = dry_run(Opaque(fwk), state, preemptor, infos, [], 0, 1)
+
+    assert [[p.name for p in c.victims.pods] for c in fast] == [victims]
+    assert outcome(fast, {}) == outcome(plain, {})
+
+
+@pytest.mark.parametrize(
+    ("absent", "expected"),
+    [
+        pytest.param(
+            None, ["n1", "n4"], id="only nodes a filter found Unschedulable may gain from evictions"
+        ),
+        pytest.param(
+            Status.unschedulable("busy"),
+            ["n1", "n3", "n4"],
+            id="nodes PreFilter left out count too",
+        ),
+    ],
+)
+def test_preemption_considers_the_nodes_whose_status_is_unschedulable(
+    absent: Status | None, expected: list[str]
+) -> None:
+    infos = table_of([make_node(f"n{i}") for i in range(1, 5)]).infos
+    diagnosis = Diagnosis(
+        node_to_status={
+            "n1": Status.unschedulable("Insufficient cpu"),
+            "n2": Status.unresolvable("node(s) didn't match Pod's node affinity/selector"),
+            "n4": Status.unschedulable("Too many pods"),
+        },
+        absent_nodes_status=absent,
+    )
+    assert [info.name for info in _unschedulable(infos, diagnosis)] == expected

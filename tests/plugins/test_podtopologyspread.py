@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pytest
-from builders import FakeHandle, make_node, pod_dict, table_of
+from builders import (
+    Cluster,
+    FakeHandle,
+    FakeSnapshot,
+    expand_verdicts,
+    make_node,
+    node_dict,
+    pod_dict,
+    table_of,
+)
 
-from scheduler.api import Pod
+from scheduler.api import Node, Pod
 from scheduler.config.args import PodTopologySpreadArgs
-from scheduler.framework import Code, CycleState, QueueingHint, Status
+from scheduler.framework import Code, CycleState, NodeInfo, QueueingHint, Status
 from scheduler.plugins.podtopologyspread import (
     ERR_REASON_CONSTRAINTS_NOT_MATCH,
     ERR_REASON_NODE_LABEL_NOT_MATCH,
@@ -594,3 +604,190 @@ def test_pod_event_hints(old: Pod | None, new: Pod | None, expected: QueueingHin
 def test_node_event_hints(old: Any, new: Any, expected: QueueingHint) -> None:
     plugin = PodTopologySpread(None, FakeHandle())
     assert hints(plugin)["Node"](pod("in", constraints=[spread()]), old, new) is expected
+
+
+# ---------------------------------------------------------------------------- batch forms
+
+KEYS = [ZONE, HOST, "rack"]
+
+
+def random_spread_node(rng: random.Random, name: str) -> Any:
+    labels = {}
+    if rng.random() < 0.9:
+        labels[ZONE] = rng.choice(["z1", "z2", "z3", "z4"])
+    if rng.random() < 0.7:
+        labels["rack"] = rng.choice(["r1", "r2"])
+    if rng.random() < 0.5:
+        labels["disk"] = "ssd"
+    node = make_node(
+        name, labels=labels, taints=[("dedicated", "x", "NoSchedule")] if rng.random() < 0.2 else ()
+    )
+    if rng.random() < 0.1:  # a node without even a hostname label
+        raw = node_dict(name, labels=labels)
+        del raw["metadata"]["labels"][HOST]
+        node = Node.from_dict(raw)
+    return node
+
+
+def random_constraint(rng: random.Random, when: str) -> dict[str, Any]:
+    selector = rng.choice([FOO, {"matchLabels": {"app": "a"}}, {"matchLabels": {"app": "b"}}])
+    extra: dict[str, Any] = {}
+    if rng.random() < 0.3:
+        extra["minDomains"] = rng.randint(1, 5)
+    if rng.random() < 0.3:
+        extra["nodeAffinityPolicy"] = rng.choice(["Honor", "Ignore"])
+    if rng.random() < 0.3:
+        extra["nodeTaintsPolicy"] = rng.choice(["Honor", "Ignore"])
+    return spread(rng.choice(KEYS), rng.randint(1, 3), when, selector, **extra)
+
+
+def random_spread_pod(rng: random.Random, name: str, node: str = "", constraints: Sequence[Any] = ()) -> Pod:
+    labels = {k: v for k, v in (("foo", ""), ("app", rng.choice("ab"))) if rng.random() < 0.6}
+    kwargs: dict[str, Any] = {}
+    if not node and rng.random() < 0.3:
+        kwargs["node_selector"] = {"disk": "ssd"}
+    if node and rng.random() < 0.05:
+        kwargs["namespace"] = "other"
+    return pod(name, node, labels=labels, constraints=constraints, **kwargs)
+
+
+def random_spread_cluster(rng: random.Random, count: int) -> tuple[FakeHandle, list[Node]]:
+    nodes = [random_spread_node(rng, f"n{i}") for i in range(count)]
+    pods = [random_spread_pod(rng, f"e{j}", rng.choice(nodes).name) for j in range(count * 2)]
+    return FakeHandle(table_of(nodes, pods, capacity=8)), nodes
+
+
+def filter_both_ways(
+    plugin: PodTopologySpread, state: CycleState, incoming: Pod, handle: FakeHandle
+) -> tuple[list, list]:
+    infos = handle.snapshot.node_infos()
+    per_node = [plugin.filter(state, incoming, info) for info in infos]
+    slots = np.array([info.slot for info in infos], dtype=np.int64)
+    batch = expand_verdicts(plugin.filter_nodes(state, incoming, handle.snapshot.table, slots), len(infos))
+    return per_node, batch
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_batch_filter_agrees_with_the_per_node_filter_on_random_clusters(seed: int) -> None:
+    rng = random.Random(seed)
+    handle, _ = random_spread_cluster(rng, rng.randint(1, 30))
+    plugin = PodTopologySpread(None, handle)
+    rejected = 0
+    for k in range(4):
+        constraints = [random_constraint(rng, "DoNotSchedule") for _ in range(rng.randint(1, 3))]
+        incoming = random_spread_pod(rng, f"in{k}", constraints=constraints)
+        state = CycleState()
+        _, status = plugin.pre_filter(state, incoming, handle.snapshot)
+        assert status is None
+        per_node, batch = filter_both_ways(plugin, state, incoming, handle)
+        assert batch == per_node, f"seed {seed}"
+        rejected += sum(s is not None for s in batch)
+
+        # preemption's what-ifs: counts patched by RemovePod / AddPod on a cloned state
+        what_if = state.clone()
+        infos = handle.snapshot.node_infos()
+        for info in rng.sample(list(infos), min(3, len(infos))):
+            for victim in list(info.pods.values())[:2]:
+                plugin.remove_pod(what_if, incoming, victim, info)
+            plugin.add_pod(what_if, incoming, random_spread_pod(rng, f"new{k}", info.name), info)
+        per_node, batch = filter_both_ways(plugin, what_if, incoming, handle)
+        assert batch == per_node, f"seed {seed} after what-ifs"
+    if seed == 0:
+        assert rejected  # the cases exercise rejections, not only passes
+
+
+def score_both_ways(plugin: PodTopologySpread, incoming: Pod, handle: FakeHandle, chosen: list) -> tuple:
+    state = CycleState()
+    status = plugin.pre_score(state, incoming, chosen)
+    if status is not None:
+        return status, None
+    per_node = [plugin.score(state, incoming, info) for info in chosen]
+    slots = np.array([info.slot for info in chosen], dtype=np.int64)
+    batch = plugin.score_nodes(state, incoming, handle.snapshot.table, slots).tolist()
+    return per_node, batch
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_batch_score_agrees_with_the_per_node_score_on_random_clusters(seed: int) -> None:
+    rng = random.Random(1000 + seed)
+    handle, _ = random_spread_cluster(rng, rng.randint(1, 30))
+    plugin = PodTopologySpread(None, handle)
+    for k in range(4):
+        constraints = [random_constraint(rng, "ScheduleAnyway") for _ in range(rng.randint(1, 3))]
+        incoming = random_spread_pod(rng, f"in{k}", constraints=constraints)
+        infos = list(handle.snapshot.node_infos())
+        chosen = rng.sample(infos, rng.randint(1, len(infos)))
+        per_node, batch = score_both_ways(plugin, incoming, handle, chosen)
+        assert batch == per_node, f"seed {seed}"
+
+
+def test_batch_forms_follow_nodes_whose_labels_change_or_that_come_and_go() -> None:
+    cluster = table_of(four_nodes(), [pod("p-a1", "node-a"), pod("p-b1", "node-b")])
+    plugin = PodTopologySpread(None, FakeHandle(cluster))
+    incoming = pod("in", constraints=[spread()])
+
+    def batch_verdicts(infos: list[NodeInfo]) -> list:
+        snapshot = FakeSnapshot(Cluster(cluster.table, infos))
+        state = CycleState()
+        plugin.pre_filter(state, incoming, snapshot)
+        per_node = [plugin.filter(state, incoming, info) for info in infos]
+        slots = np.array([info.slot for info in infos], dtype=np.int64)
+        batch = expand_verdicts(plugin.filter_nodes(state, incoming, cluster.table, slots), len(infos))
+        assert batch == per_node
+        return [verdict(v) for v in batch]
+
+    node_a, node_b, node_x, node_y = cluster.infos
+    assert batch_verdicts(cluster.infos) == [SKEW, SKEW, OK, OK]
+    # node-b moves to zone2: zone1 = 1, zone2 = 1, every node fits
+    node_b.node = make_node("node-b", labels={ZONE: "zone2"})
+    cluster.table.sync_row(node_b)
+    assert batch_verdicts(cluster.infos) == [OK, OK, OK, OK]
+    # node-y goes away and node-z (a new, empty zone3) joins: zone3's 0 is the minimum
+    cluster.table.remove(node_y)
+    node_z = NodeInfo(make_node("node-z", labels={ZONE: "zone3"}))
+    cluster.table.add(node_z)
+    assert batch_verdicts([node_a, node_b, node_x, node_z]) == [SKEW, SKEW, SKEW, OK]
+
+
+@pytest.mark.parametrize(
+    ("with_handle", "raw"),
+    [
+        pytest.param(True, [3, 1], id="with a cluster view, pods on every node of a domain count"),
+        pytest.param(False, [1, 1], id="without one, only the candidates' pods count"),
+    ],
+)
+def test_pre_score_counts_the_cluster_it_can_see(with_handle: bool, raw: list[int]) -> None:
+    cluster = table_of(four_nodes(), [pod("p-a1", "node-a"), pod("p-b1", "node-b"), pod("p-x1", "node-x")])
+    plugin = PodTopologySpread(None, FakeHandle(cluster) if with_handle else None)
+    incoming = pod("in", constraints=[spread(when="ScheduleAnyway")])
+    chosen = [cluster.info("node-a"), cluster.info("node-x")]
+    state = CycleState()
+    assert plugin.pre_score(state, incoming, chosen) is None
+    slots = np.array([info.slot for info in chosen], dtype=np.int64)
+    assert [plugin.score(state, incoming, info) for info in chosen] == raw
+    assert plugin.score_nodes(state, incoming, cluster.table, slots).tolist() == raw
+
+
+def test_domains_follow_nodes_entering_or_leaving_the_pods_node_affinity() -> None:
+    zones = {"node-a": "zone1", "node-b": "zone1", "node-x": "zone2", "node-y": "zone2"}
+    pool = {"node-a", "node-x"}
+    nodes = [make_node(n, labels={ZONE: z, **({"pool": "p"} if n in pool else {})}) for n, z in zones.items()]
+    cluster = table_of(nodes, [pod("p-a1", "node-a"), pod("p-b1", "node-b")])
+    handle = FakeHandle(cluster)
+    plugin = PodTopologySpread(None, handle)
+    incoming = pod("in", constraints=[spread()], node_selector={"pool": "p"})
+
+    def verdicts() -> list:
+        state = CycleState()
+        plugin.pre_filter(state, incoming, handle.snapshot)
+        per_node, batch = filter_both_ways(plugin, state, incoming, handle)
+        assert batch == per_node
+        return [verdict(v) for v in batch]
+
+    # domains: zone1 (node-a: 1 pod) and zone2 (node-x: 0 pods)
+    assert verdicts() == [SKEW, SKEW, OK, OK]
+    node_x = cluster.info("node-x")
+    node_x.node = make_node("node-x", labels={ZONE: "zone2"})  # leaves the pool
+    cluster.table.sync_row(node_x)
+    # zone1 is the only domain left, so it is its own minimum
+    assert verdicts() == [OK, OK, OK, OK]

@@ -9,6 +9,12 @@ from typing import Any
 from scheduler.api import Pod
 from scheduler.framework import Code, CycleState, NodeInfo, Status
 from scheduler.plugins.defaultpreemption.pdb import Budget
+from scheduler.plugins.defaultpreemption.prechecks import (
+    extensions_active,
+    fit_only_refilter,
+    hopeless_check,
+    respects_nominated,
+)
 from scheduler.plugins.defaultpreemption.victims import FilterRunner, Victims, select_victims, start_time
 
 _PRIORITY_OFFSET = 2**31  # makes every int32 priority non-negative before summing, as upstream
@@ -33,30 +39,60 @@ def dry_run(
     budgets: Sequence[Budget],
     offset: int,
     wanted: int,
+    nominated_for: Callable[[str], Sequence[Pod]] | None = None,
 ) -> tuple[list[Candidate], dict[str, Status]]:
     """Candidates (PDB-respecting ones first) and the status of every node that is not one.
 
     Nodes are visited from ``offset`` round the list; the search stops once ``wanted``
     candidates are found, at least one of them violating no PDB. Each node is tried on copies
-    of its NodeInfo and of the cycle state, so the real ones stay untouched.
+    of its NodeInfo and (when some PreFilter extension may change it) of the cycle state, so
+    the real ones stay untouched. Nodes the resource pre-check proves hopeless are tried only
+    when no candidate turns up at all, for their exact statuses (the statuses of non-candidates
+    matter only then). ``nominated_for`` (the handle's nominated pods per node) enables the
+    NodeResourcesFit-only re-check of :func:`fit_only_refilter` on nodes without such pods.
     """
     clean: list[Candidate] = []
     violating: list[Candidate] = []
     statuses: dict[str, Status] = {}
-    for i in range(len(nodes)):
-        info = nodes[(offset + i) % len(nodes)]
-        victims, status = select_victims(runner, state.clone(), pod, info.clone(), budgets)
+    extensions = extensions_active(runner, state)
+    hopeless = hopeless_check(runner, state, pod)
+    fit = fit_only_refilter(runner, state) if nominated_for is not None and not extensions else None
+
+    def fit_alone(state: CycleState, pod: Pod, info: NodeInfo) -> Status | None:
+        try:
+            return fit.filter(state, pod, info)  # type: ignore[union-attr]
+        except Exception as exc:  # the filters would report it as an Error status: not a fit
+            return Status.from_error(exc)
+
+    def visit(info: NodeInfo) -> None:
+        node_state = state.clone() if extensions else state
+        refilter = None
+        if fit is not None and not respects_nominated(pod, nominated_for(info.name)):  # type: ignore[misc]
+            refilter = fit_alone
+        victims, status = select_victims(runner, node_state, pod, info.clone(), budgets, extensions, refilter)
         if victims is not None and not victims.pods:
             error = RuntimeError(f"expected at least one victim pod on node {info.name!r}")
             status = Status.from_error(error)
         if status is not None or victims is None:
             statuses[info.name] = status or Status(Code.ERROR)
-            continue
+            return
         found = clean if victims.num_pdb_violations == 0 else violating
         if len(found) < wanted:
             found.append(Candidate(info.name, victims))
+
+    order = [nodes[(offset + i) % len(nodes)] for i in range(len(nodes))]
+    skipped: list[NodeInfo] = []
+    for info in order:
+        if hopeless is not None and hopeless(info):
+            skipped.append(info)
+            continue
+        visit(info)
         if clean and len(clean) + len(violating) >= wanted:
             break
+    if not clean and not violating and skipped:
+        for info in skipped:
+            visit(info)
+        statuses = {info.name: statuses[info.name] for info in order if info.name in statuses}
     return clean + violating, statuses
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from scheduler.api import Pod
@@ -71,11 +71,7 @@ class DefaultPreemption:
         all_nodes = snapshot.node_infos()
         if not all_nodes:
             return None, Status.from_error(RuntimeError("no nodes available")), None
-        potential = [
-            info
-            for info in all_nodes
-            if (status := diagnosis.status_of(info.name)) is not None and status.code == Code.UNSCHEDULABLE
-        ]
+        potential = _unschedulable(all_nodes, diagnosis)
         candidates: list[Candidate] = []
         statuses: dict[str, Status] = {}
         if potential:
@@ -85,7 +81,16 @@ class DefaultPreemption:
             wanted = num_candidates(
                 len(potential), args.min_candidate_nodes_percentage, args.min_candidate_nodes_absolute
             )
-            candidates, statuses = dry_run(runner, state, pod, potential, self._budgets(), offset, wanted)
+            candidates, statuses = dry_run(
+                runner,
+                state,
+                pod,
+                potential,
+                self._budgets(),
+                offset,
+                wanted,
+                self._handle.nominated_pods_for_node,
+            )
         if not candidates:
             errors = [s for s in statuses.values() if s.code == Code.ERROR]
             if errors:
@@ -151,3 +156,13 @@ class DefaultPreemption:
             return parse_budgets(self._handle.lister("poddisruptionbudgets").list())
         except KeyError:
             return []
+
+
+def _unschedulable(nodes: Sequence[NodeInfo], diagnosis: Diagnosis) -> list[NodeInfo]:
+    """The nodes (in order) whose status is Unschedulable: where removing pods may help."""
+    absent = diagnosis.absent_nodes_status
+    statuses = diagnosis.node_to_status
+    names = {name for name, s in statuses.items() if s.code == Code.UNSCHEDULABLE}
+    if absent is not None and absent.code == Code.UNSCHEDULABLE:  # the nodes PreFilter excluded too
+        return [info for info in nodes if info.name in names or info.name not in statuses]
+    return [info for info in nodes if info.name in names]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -57,21 +57,30 @@ def select_victims(
     pod: Pod,
     info: NodeInfo,
     budgets: Sequence[Budget],
+    extensions: bool = True,
+    refilter: Callable[[CycleState, Pod, NodeInfo], Status | None] | None = None,
 ) -> tuple[Victims | None, Status | None]:
     """The fewest, least important lower-priority pods whose removal lets ``pod`` fit on ``info``.
 
-    ``state`` and ``info`` are the caller's copies and are changed. All lower-priority pods are
-    removed first; if the pod fits then, they are added back one at a time (PDB-protected ones
-    first, most important first) and kept whenever the pod still fits.
+    ``info`` is the caller's copy and is changed, and so is ``state`` unless ``extensions`` is
+    False (the caller knows no PreFilter extension is active, so none is called). All
+    lower-priority pods are removed first; if the pod fits then, they are added back one at a
+    time (PDB-protected ones first, most important first) and kept whenever the pod still fits,
+    as ``refilter`` tells when given (a cheaper check the caller knows to agree with the filters
+    once they passed on this node) or else the filters.
     """
     potential = [p for p in info.pods.values() if p.priority < pod.priority]
 
     def remove(victim: Pod) -> Status | None:
         info.remove_pod(victim.uid)
+        if not extensions:
+            return None
         return runner.run_pre_filter_extension_remove_pod(state, pod, victim, info)
 
     def add(victim: Pod) -> Status | None:
         info.add_pod(victim)
+        if not extensions:
+            return None
         return runner.run_pre_filter_extension_add_pod(state, pod, victim, info)
 
     for victim in potential:
@@ -87,10 +96,12 @@ def select_victims(
     violating, non_violating = split_by_violation(potential, budgets)
     victims: list[Pod] = []
 
+    check = refilter or runner.run_filters_with_nominated_pods
+
     def reprieve(candidate: Pod) -> tuple[bool, Status | None]:
         if (status := add(candidate)) is not None:
             return False, status
-        if runner.run_filters_with_nominated_pods(state, pod, info) is None:
+        if check(state, pod, info) is None:
             return True, None
         victims.append(candidate)
         return False, remove(candidate)

@@ -5,7 +5,9 @@ constraints score (PreScore counts, Score weighs, NormalizeScore inverts). A pod
 constraints of its own gets the profile's default constraints (``System``: upstream's soft zone
 and host spread; ``List``: the configured ones), with the selector of the workloads (Services,
 ReplicaSets, ...) selecting the pod (see defaults.py); a pod no workload selects gets none.
-Matching pods are counted from the cache's pod index, not by scanning every node's pods.
+Matching pods are counted from the cache's pod index, not by scanning every node's pods, into
+arrays indexed by domain id (columns.py keeps every node's domain per topology key), so Filter
+and Score also come in batch form over the NodeTable; the per-node forms serve preemption.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from scheduler.framework import (
     Handle,
     NodeInfo,
     NodeLister,
+    NodeTable,
+    NodeVerdicts,
     PreFilterResult,
     QueueingHint,
     Status,
@@ -31,6 +35,7 @@ from scheduler.framework import (
 from scheduler.framework.interface import NODE, POD
 from scheduler.framework.pod_index import PodIndex, index_of
 from scheduler.plugins import names
+from scheduler.plugins.podtopologyspread.columns import DomainColumns
 from scheduler.plugins.podtopologyspread.common import (
     DO_NOT_SCHEDULE,
     SCHEDULE_ANYWAY,
@@ -44,6 +49,7 @@ from scheduler.plugins.podtopologyspread.defaults import default_selector
 from scheduler.plugins.podtopologyspread.filtering import (
     PreFilterState,
     check_node,
+    check_nodes,
     compute_pre_filter_state,
 )
 from scheduler.plugins.podtopologyspread.scoring import (
@@ -51,6 +57,7 @@ from scheduler.plugins.podtopologyspread.scoring import (
     compute_pre_score_state,
     normalize,
     score_node,
+    score_nodes,
 )
 
 SYSTEM_DEFAULTING = "System"
@@ -63,7 +70,7 @@ _PRE_SCORE_KEY = "PreScore" + names.POD_TOPOLOGY_SPREAD
 class PodTopologySpread:
     name: ClassVar[str] = names.POD_TOPOLOGY_SPREAD
 
-    __slots__ = ("_default_constraints", "_handle", "_system_defaulted")
+    __slots__ = ("_columns", "_default_constraints", "_handle", "_system_defaulted")
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         defaulting = getattr(args, "defaulting_type", SYSTEM_DEFAULTING) or SYSTEM_DEFAULTING
@@ -74,6 +81,7 @@ class PodTopologySpread:
             else tuple(getattr(args, "default_constraints", None) or ())
         )
         self._handle = handle
+        self._columns = DomainColumns()
 
     # ------------------------------------------------------------------ constraints
 
@@ -163,7 +171,8 @@ class PodTopologySpread:
         if not constraints:
             return None, Status.skip()
         state.write(
-            _PRE_FILTER_KEY, compute_pre_filter_state(pod, constraints, nodes.node_infos(), index_of(nodes))
+            _PRE_FILTER_KEY,
+            compute_pre_filter_state(pod, constraints, nodes, index_of(nodes), self._columns),
         )
         return None, None
 
@@ -188,7 +197,14 @@ class PodTopologySpread:
         return None
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        return check_node(self._pre_filter_state(state), pod, node_info.node)
+        return check_node(self._pre_filter_state(state), node_info.node)
+
+    def filter_nodes(
+        self, state: CycleState, pod: Pod, table: NodeTable, slots: np.ndarray
+    ) -> NodeVerdicts | None:
+        found = self._pre_filter_state(state)
+        self._columns.refresh(table)
+        return check_nodes(found, slots)
 
     # ------------------------------------------------------------------ score
 
@@ -203,14 +219,15 @@ class PodTopologySpread:
         if not constraints:
             return Status.skip()
         if snapshot is None:  # no cluster view: the candidates are all there is
-            index, lookup = PodIndex.of(nodes), {info.name: info for info in nodes}.get
+            index, lookup, table = PodIndex.of(nodes), {info.name: info for info in nodes}.get, None
         else:
-            index, lookup = index_of(snapshot), snapshot.get
+            index, lookup, table = index_of(snapshot), snapshot.get, snapshot.table
         # System defaults spread over hosts even on nodes without a zone label.
         require_all = bool(pod.topology_spread_constraints) or not self._system_defaulted
-        state.write(
-            _PRE_SCORE_KEY, compute_pre_score_state(pod, constraints, nodes, lookup, index, require_all)
+        found = compute_pre_score_state(
+            pod, constraints, nodes, table, lookup, index, require_all, self._columns
         )
+        state.write(_PRE_SCORE_KEY, found)
         return None
 
     def _pre_score_state(self, state: CycleState) -> PreScoreState:
@@ -221,6 +238,11 @@ class PodTopologySpread:
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
         return score_node(self._pre_score_state(state), pod, node_info)
+
+    def score_nodes(self, state: CycleState, pod: Pod, table: NodeTable, slots: np.ndarray) -> np.ndarray:
+        found = self._pre_score_state(state)
+        self._columns.refresh(table)
+        return score_nodes(found, table, slots)
 
     def normalize_scores(self, state: CycleState, pod: Pod, scores: np.ndarray) -> None:
         normalize(self._pre_score_state(state), scores)

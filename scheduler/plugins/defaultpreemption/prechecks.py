@@ -1,0 +1,100 @@
+"""Cheap answers that let the dry run skip work without changing what it finds.
+
+A dry run per node clones the node and the cycle state and runs every filter once per
+lower-priority pod. Two facts, each read from the profile once per preemption, make most of that
+unnecessary when they hold:
+
+- a node whose lower-priority pods, all gone, would still leave too little CPU, memory,
+  ephemeral storage or pod room for the preemptor fails NodeResourcesFit in the dry run whatever
+  else happens (nominated pods only take more room), so it is no candidate;
+- when no PreFilter extension (AddPod/RemovePod) is active for the pod, the dry run never writes
+  to the cycle state, so it needs no copy of it and no extension calls;
+- when every active filter but NodeResourcesFit reads only the Node object (NodeUnschedulable,
+  NodeName, TaintToleration, NodeAffinity) and no nominated pod must be respected on the node,
+  the filters passed once on the node are decided again, as each victim is added back, by
+  NodeResourcesFit alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from scheduler.api import Pod
+from scheduler.framework import CycleState, NodeInfo
+from scheduler.plugins.nodeaffinity import NodeAffinity
+from scheduler.plugins.nodename import NodeName
+from scheduler.plugins.noderesources import Fit
+from scheduler.plugins.nodeunschedulable import NodeUnschedulable
+from scheduler.plugins.tainttoleration import TaintToleration
+
+# In-tree filters whose verdict depends on the Node object alone, never on the pods placed on it.
+_NODE_ONLY = (NodeUnschedulable, NodeName, TaintToleration, NodeAffinity)
+
+
+def _active(plugins: Any, state: CycleState) -> list[Any]:
+    return [p for p in plugins if p.name not in state.skip_filter_plugins]
+
+
+def extensions_active(runner: Any, state: CycleState) -> bool:
+    """Would the runner call some AddPod/RemovePod extension for this cycle? (True when unknown.)"""
+    plugins = getattr(runner, "pre_filter_plugins", None)
+    if plugins is None:
+        return True
+    return any(
+        getattr(p, "add_pod", None) is not None or getattr(p, "remove_pod", None) is not None
+        for p in _active(plugins, state)
+    )
+
+
+def hopeless_check(runner: Any, state: CycleState, pod: Pod) -> Callable[[NodeInfo], bool] | None:
+    """A test for "no victims here can make room for ``pod``", or None when the profile's filters
+    give no such guarantee (NodeResourcesFit is not among the active filters)."""
+    plugins = getattr(runner, "filter_plugins", None)
+    if plugins is None or not any(isinstance(p, Fit) for p in _active(plugins, state)):
+        return None
+    want = pod.requests
+    priority = pod.priority
+
+    def hopeless(info: NodeInfo) -> bool:
+        cpu = memory = storage = lower = 0
+        for other in info.pods.values():
+            if other.priority < priority:
+                r = other.requests
+                cpu += r.milli_cpu
+                memory += r.memory
+                storage += r.ephemeral_storage
+                lower += 1
+        if not lower:
+            return True  # nothing to evict
+        alloc, used = info.node.allocatable, info.requested
+        if len(info.pods) - lower + 1 > alloc.allowed_pod_number:
+            return True
+        # NodeResourcesFit checks a resource only when the pod asks for some of it
+        room = (
+            (want.milli_cpu, alloc.milli_cpu - used.milli_cpu + cpu),
+            (want.memory, alloc.memory - used.memory + memory),
+            (want.ephemeral_storage, alloc.ephemeral_storage - used.ephemeral_storage + storage),
+        )
+        return any(wanted > 0 and wanted > free for wanted, free in room)
+
+    return hopeless
+
+
+def fit_only_refilter(runner: Any, state: CycleState) -> Fit | None:
+    """NodeResourcesFit, when it is the only active filter whose verdict depends on the pods."""
+    plugins = getattr(runner, "filter_plugins", None)
+    if plugins is None:
+        return None
+    fit = None
+    for plugin in _active(plugins, state):
+        if isinstance(plugin, Fit):
+            fit = plugin
+        elif not isinstance(plugin, _NODE_ONLY):
+            return None
+    return fit
+
+
+def respects_nominated(pod: Pod, nominated: Sequence[Pod]) -> bool:
+    """Must ``pod`` leave room for some of ``nominated`` (equal or higher priority, not itself)?"""
+    return any(other.priority >= pod.priority and other.uid != pod.uid for other in nominated)
