@@ -225,6 +225,16 @@ def test_terminating_pods_are_not_counted() -> None:
     assert [verdict(v) for v in verdicts] == [SKEW, SKEW, OK, OK]
 
 
+def test_an_empty_selector_counts_no_placed_pods_as_upstream() -> None:
+    # Upstream's countPodsMatchSelector counts nothing for `labelSelector: {}`: zone1's two pods
+    # do not make it fuller than zone2, so every node fits.
+    handle = FakeHandle(table_of(four_nodes(), [pod("p-a1", "node-a"), pod("p-b1", "node-b")]))
+    _, verdicts = run_filter(
+        PodTopologySpread(None, handle), handle, pod("in", constraints=[spread(selector={})])
+    )
+    assert [verdict(v) for v in verdicts] == [OK, OK, OK, OK]
+
+
 def test_pod_without_constraints_skips_the_filter() -> None:
     handle = FakeHandle(table_of(four_nodes()))
     status, _ = run_filter(PodTopologySpread(None, handle), handle, pod("in"))

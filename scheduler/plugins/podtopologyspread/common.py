@@ -27,6 +27,14 @@ SYSTEM_DEFAULT_CONSTRAINTS: tuple[Mapping[str, Any], ...] = (
 _HARD_EFFECTS = (NO_SCHEDULE, NO_EXECUTE)
 
 
+def placed_matches(index: Any, namespace: str, selector: LabelSelector | None) -> Mapping[str, int]:
+    """Per node, the placed pods a constraint counts. Upstream counts none for an empty selector
+    (``labelSelector: {}``), although the incoming pod still matches itself."""
+    if selector is None or selector.is_empty:
+        return {}
+    return index.count_by_node(namespace, selector)
+
+
 def selector_matches(selector: LabelSelector | None, labels: Mapping[str, str]) -> bool:
     """``None`` is the API's missing selector, which upstream turns into "matches nothing"."""
     return selector is not None and selector.matches(labels)

@@ -21,6 +21,7 @@ from scheduler.plugins.podtopologyspread.columns import DomainColumn, DomainColu
 from scheduler.plugins.podtopologyspread.common import (
     SpreadConstraint,
     node_has_all_keys,
+    placed_matches,
     selector_matches,
 )
 
@@ -147,7 +148,7 @@ def compute_pre_filter_state(
         members = slots[included(pod, required, c, table, slots, columns)]
         weights = weights_of.get(id(c.selector))
         if weights is None:
-            matching = index.count_by_node(pod.namespace, c.selector)
+            matching = placed_matches(index, pod.namespace, c.selector)
             weights = weights_of[id(c.selector)] = per_slot(columns, table.capacity, matching)
         domains = col.ids[members]
         size = len(col.values)

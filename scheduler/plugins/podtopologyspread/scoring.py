@@ -19,7 +19,12 @@ from scheduler.framework import MAX_NODE_SCORE, NodeInfo, NodeTable
 from scheduler.framework.interface import PodsByLabel
 from scheduler.plugins.nodeaffinity import RequiredNodeAffinity
 from scheduler.plugins.podtopologyspread.columns import DomainColumn, DomainColumns, lookup, per_slot
-from scheduler.plugins.podtopologyspread.common import LABEL_HOSTNAME, SpreadConstraint, node_has_all_keys
+from scheduler.plugins.podtopologyspread.common import (
+    LABEL_HOSTNAME,
+    SpreadConstraint,
+    node_has_all_keys,
+    placed_matches,
+)
 from scheduler.plugins.podtopologyspread.filtering import included
 
 
@@ -72,7 +77,7 @@ def compute_pre_score_state(
     if table is not None and require_all_topologies:
         has_all = np.logical_and.reduce([col.ids >= 0 for col in cols])
     for c, col, ids in zip(constraints, cols, candidate_ids, strict=True):
-        matching = index.count_by_node(pod.namespace, c.selector)
+        matching = placed_matches(index, pod.namespace, c.selector)
         state.node_counts.append(matching)
         if c.topology_key == LABEL_HOSTNAME:  # per-host counts are read in Score
             state.weights.append(topology_normalizing_weight(num_scored))
