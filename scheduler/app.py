@@ -209,6 +209,7 @@ class SchedulerApp:
                 lambda node: self.queue.nominated_pods_for_node(node),
                 listers,
                 metrics=self.metrics,
+                activate=lambda pods: self.queue.activate(pods),
             )
             self.frameworks[profile.scheduler_name] = Framework(
                 profile,

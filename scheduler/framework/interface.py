@@ -249,6 +249,9 @@ class Handle(Protocol):
     def nominated_pods_for_node(self, node_name: str) -> Sequence[Pod]:
         """Pods nominated to run on ``node_name`` (by preemption) and not yet bound."""
 
+    def activate_pods(self, pods: Iterable[Pod]) -> None:
+        """Move these pending pods to the active queue now (e.g. once a preemption is done)."""
+
     def lister(self, resource: str) -> ObjectLister:
         """The watched objects of a kind, by plural resource name ("persistentvolumeclaims",
         "storageclasses", "services", ...); KeyError names the kind when it is not watched."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from scheduler.api import Pod
@@ -22,12 +22,14 @@ class FrameworkHandle:
         listers: dict[str, ObjectLister] | None = None,
         *,
         metrics: Any = None,
+        activate: Callable[[Iterable[Pod]], None] = lambda _pods: None,
     ) -> None:
         self._scheduler_name = scheduler_name
         self._client = client
         self._snapshot = snapshot
         self._record_event = record_event
         self.nominated_pods = nominated_pods
+        self._activate = activate
         # Kept by reference: the app fills it once the informers exist (they need the queue,
         # which needs the profiles).
         self.listers = listers if listers is not None else {}
@@ -54,6 +56,9 @@ class FrameworkHandle:
 
     def nominated_pods_for_node(self, node_name: str) -> Sequence[Pod]:
         return self.nominated_pods(node_name)
+
+    def activate_pods(self, pods: Iterable[Pod]) -> None:
+        self._activate(pods)
 
     def lister(self, resource: str) -> ObjectLister:
         try:

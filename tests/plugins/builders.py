@@ -337,6 +337,7 @@ class FakeHandle:
         self._scheduler_name = scheduler_name
         self._nominated = dict(nominated or {})
         self.events: list[RecordedEvent] = []
+        self.activated: list[Pod] = []
         self.listers = {kind: FakeLister(objects) for kind, objects in (listers or {}).items()}
 
     @property
@@ -356,6 +357,9 @@ class FakeHandle:
 
     def nominated_pods_for_node(self, node_name: str) -> Sequence[Pod]:
         return self._nominated.get(node_name, ())
+
+    def activate_pods(self, pods: Iterable[Pod]) -> None:
+        self.activated.extend(pods)
 
     def lister(self, resource: str) -> FakeLister:
         return self.listers.setdefault(resource, FakeLister())

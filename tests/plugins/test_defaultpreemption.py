@@ -135,9 +135,15 @@ async def test_only_the_lowest_priority_pods_needed_are_chosen_as_victims():
 
     assert status is None
     assert result == PostFilterResult("n1")
+    # While the evictions run, the preemptor is held back from the queue...
+    held = plugin.pre_enqueue(preemptor)
+    assert held is not None and held.reasons == ("waiting for the preemption for this pod to be finished",)
     await plugin.executor.wait()
     deleted = [r.path.rsplit("/", 1)[1] for r in handle.client.requests if r.method == "DELETE"]
     assert sorted(deleted) == ["low", "mid"]
+    # ... and once they are done it is let in and sent to the active queue.
+    assert plugin.pre_enqueue(preemptor) is None
+    assert handle.activated == [preemptor]
     assert handle.observed == [2]
 
 

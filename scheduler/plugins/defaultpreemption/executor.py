@@ -51,6 +51,8 @@ class Executor:
         self._plugin_name = plugin_name
         self._waiting_pods = waiting_pods
         self._tasks: set[asyncio.Task[None]] = set()
+        # preemptors whose API calls are still under way: PreEnqueue holds them back meanwhile
+        self.preempting: set[str] = set()
 
     @property
     def running(self) -> int:
@@ -62,6 +64,7 @@ class Executor:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
     def start(self, preemptor: Pod, node_name: str, victims: Sequence[Pod], displaced: Sequence[Pod]) -> None:
+        self.preempting.add(preemptor.uid)
         task = asyncio.get_running_loop().create_task(self._run(preemptor, node_name, victims, displaced))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -76,12 +79,18 @@ class Executor:
             except Exception as exc:
                 log.warning("could not clear the nominated node of %s: %s", pod.key, exc)
         to_evict = [v for v in victims if not v.is_terminating]  # deletion already under way
-        results = await asyncio.gather(
-            *(self.preempt(preemptor, node_name, v) for v in to_evict), return_exceptions=True
-        )
-        for victim, result in zip(to_evict, results, strict=True):
-            if isinstance(result, BaseException):
-                log.warning("could not preempt %s for %s: %s", victim.key, preemptor.key, result)
+        try:
+            results = await asyncio.gather(
+                *(self.preempt(preemptor, node_name, v) for v in to_evict), return_exceptions=True
+            )
+            for victim, result in zip(to_evict, results, strict=True):
+                if isinstance(result, BaseException):
+                    log.warning("could not preempt %s for %s: %s", victim.key, preemptor.key, result)
+        finally:
+            # Done (or failed): the preemptor tries again now rather than waiting for an event
+            # that a failed eviction would never send.
+            self.preempting.discard(preemptor.uid)
+            self._handle.activate_pods([preemptor])
 
     async def preempt(self, preemptor: Pod, node_name: str, victim: Pod) -> None:
         """Reject a victim waiting at Permit, or mark it DisruptionTarget and delete it."""

@@ -33,6 +33,7 @@ from scheduler.plugins.defaultpreemption.victims import FilterRunner
 log = logging.getLogger(__name__)
 
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
+WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
 NEVER = "not eligible due to preemptionPolicy=Never."
 VICTIMS_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 
@@ -45,6 +46,15 @@ class DefaultPreemption:
         self._handle = handle
         self.rng = random.Random()
         self.executor = Executor(handle, self.name, self._waiting_pods)
+
+    # ------------------------------------------------------------------ PreEnqueue
+
+    def pre_enqueue(self, pod: Pod) -> Status | None:
+        """Hold a preemptor back while its victims are still being evicted (upstream does too), so
+        a retry before the evictions land cannot start a second preemption elsewhere."""
+        if pod.uid in self.executor.preempting:
+            return Status.unresolvable(WAITING_FOR_PREEMPTION)
+        return None
 
     # ------------------------------------------------------------------ PostFilter
 
