@@ -59,6 +59,7 @@ class Pod:
     preemption_policy: str = "PreemptLowerPriority"
     phase: str = "Pending"
     creation_timestamp: str = ""
+    start_time: str = ""  # status.startTime, set by the kubelet; "" until the pod has started
     deletion_timestamp: str | None = None
     requests: Resource = field(default_factory=Resource)
     non_zero_requests: Resource = field(default_factory=Resource)
@@ -140,6 +141,7 @@ class Pod:
                 preemption_policy=spec.get("preemptionPolicy") or "PreemptLowerPriority",
                 phase=status.get("phase") or "Pending",
                 creation_timestamp=meta.get("creationTimestamp") or "",
+                start_time=status.get("startTime") or "",
                 deletion_timestamp=meta.get("deletionTimestamp"),
                 requests=pod_requests(spec),
                 non_zero_requests=pod_requests(spec, non_zero=True),

@@ -24,7 +24,7 @@ from scheduler.plugins.defaultpreemption.candidates import (
 )
 from scheduler.plugins.defaultpreemption.pdb import parse_budgets, split_by_violation
 from scheduler.plugins.defaultpreemption.plugin import _unschedulable
-from scheduler.plugins.defaultpreemption.victims import Victims
+from scheduler.plugins.defaultpreemption.victims import Victims, importance
 from scheduler.plugins.registry import in_tree_registry
 from scheduler.runtime import Framework
 from scheduler.runtime.handle import FrameworkHandle
@@ -283,7 +283,7 @@ def candidate(
 ) -> Candidate:
     pods = [make_pod(f"{node}-{i}", priority=prio) for i, prio in enumerate(priorities)]
     for pod, stamp in zip(pods, started, strict=False):
-        pod.creation_timestamp = stamp
+        pod.start_time = stamp
     return Candidate(node, Victims(pods, violations))
 
 
@@ -755,3 +755,19 @@ def test_preemption_considers_the_nodes_whose_status_is_unschedulable(
         absent_nodes_status=absent,
     )
     assert [info.name for info in _unschedulable(infos, diagnosis)] == expected
+
+
+def test_victims_are_ranked_by_when_they_started_not_when_they_were_created():
+    created_first = make_pod("a", priority=1)
+    created_first.creation_timestamp, created_first.start_time = (
+        "2024-01-01T00:00:00Z",
+        "2024-03-01T00:00:00Z",
+    )
+    started_first = make_pod("b", priority=1)
+    started_first.creation_timestamp, started_first.start_time = (
+        "2024-02-01T00:00:00Z",
+        "2024-02-02T00:00:00Z",
+    )
+    not_started = make_pod("c", priority=1)
+    ranked = sorted([not_started, created_first, started_first], key=importance)
+    assert [p.name for p in ranked] == ["b", "a", "c"]  # most important first; unstarted last

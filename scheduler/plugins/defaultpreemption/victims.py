@@ -32,12 +32,9 @@ class FilterRunner(Protocol):
 
 
 def start_time(pod: Pod) -> str:
-    """When the pod started, as an RFC 3339 string that sorts in time order.
-
-    The pod view carries no ``status.startTime``; its creation time stands in for it (a pod
-    cannot start before it exists, and victims are running pods).
-    """
-    return pod.creation_timestamp or _NOT_STARTED
+    """When the pod started (``status.startTime``), as an RFC 3339 string that sorts in time
+    order; a pod that has not started counts as starting now, i.e. last, as upstream treats it."""
+    return pod.start_time or _NOT_STARTED
 
 
 def importance(pod: Pod) -> tuple[int, str]:
