@@ -51,11 +51,12 @@ def pv_topologies(pv: Obj) -> list[PVTopology]:
     """Zone/region labels of a PV; a value may list several zones joined by ``__``."""
     labels = meta(pv).get("labels") or {}
     name = str(meta(pv).get("name", ""))
-    return [
-        PVTopology(name, key, frozenset(v.strip() for v in labels[key].split("__") if v.strip()))
-        for key in TOPOLOGY_LABELS
-        if key in labels
-    ]
+    topologies = []
+    for key in TOPOLOGY_LABELS:
+        values = frozenset(v.strip() for v in str(labels.get(key, "")).split("__") if v.strip())
+        if values:  # an empty value constrains nothing, as upstream ignores it
+            topologies.append(PVTopology(name, key, values))
+    return topologies
 
 
 def _claim_names(pod: Pod) -> list[str]:

@@ -21,7 +21,7 @@ from volume_builders import (
     volume_pod,
 )
 
-from scheduler.framework import ApiResponse, Code, CycleState, Status
+from scheduler.framework import ApiResponse, Code, CycleState, QueueingHint, Status
 from scheduler.plugins.volumebinding import VolumeBinding
 from scheduler.plugins.volumebinding.binder import (
     ERR_REASON_BIND_CONFLICT,
@@ -452,3 +452,19 @@ def test_claim_events_queue_only_pods_that_use_the_claim(namespace, name, queued
     assert hint is not None
     result = hint(volume_pod("p", "data"), None, pvc(name, namespace=namespace))
     assert (result.name == "QUEUE") is queued
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "hint"),
+    [
+        ("1Gi", "2Gi", QueueingHint.QUEUE),
+        ("2Gi", "1Gi", QueueingHint.SKIP),
+        ("1Gi", None, QueueingHint.QUEUE),  # the limit is gone: there may be room now
+    ],
+)
+def test_a_storage_capacity_change_queues_the_pod_only_if_it_may_help(before, after, hint):
+    old = capacity("cap", "tracked", before, {ZONE: "a"})
+    new = capacity("cap", "tracked", after or "0", {ZONE: "a"})
+    if after is None:
+        del new["capacity"]
+    assert VolumeBinding._after_capacity_change(volume_pod("p", "data"), old, new) == hint

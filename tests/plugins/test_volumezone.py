@@ -7,7 +7,7 @@ from builders import FakeHandle, make_node, make_pod, table_of
 from volume_builders import pv, pvc, storage_class, volume_pod
 
 from scheduler.framework import Code, CycleState, QueueingHint, Status
-from scheduler.plugins.volumezone import ERR_REASON_CONFLICT, VolumeZone
+from scheduler.plugins.volumezone import ERR_REASON_CONFLICT, VolumeZone, pv_topologies
 
 ZONE, REGION = "topology.kubernetes.io/zone", "topology.kubernetes.io/region"
 BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
@@ -121,3 +121,9 @@ def test_only_a_topology_change_of_a_volume_queues_the_pod():
         hint(pod, pv("x", labels={ZONE: "a"}), pv("x", labels={ZONE: "a", "other": "1"})) == QueueingHint.SKIP
     )
     assert hint(pod, None, pv("x")) == QueueingHint.QUEUE
+
+
+def test_an_empty_zone_label_on_a_volume_constrains_nothing():
+    volume = pv("blank")
+    volume["metadata"]["labels"] = {"topology.kubernetes.io/zone": "", "topology.kubernetes.io/region": "r1"}
+    assert [(t.key, t.values) for t in pv_topologies(volume)] == [("topology.kubernetes.io/region", {"r1"})]

@@ -132,7 +132,8 @@ class VolumeBinding:
         if old is None or new is None:
             return QueueingHint.QUEUE
         before, after = capacity_limit(old), capacity_limit(new)
-        grew = after is not None and (before is None or after > before)
+        # no limit any more may mean room; a limit that grew certainly does
+        grew = after is None or before is None or after > before
         return QueueingHint.QUEUE if grew else QueueingHint.SKIP
 
     # ------------------------------------------------------------------ filter
