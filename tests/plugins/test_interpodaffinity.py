@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pytest
-from builders import FakeHandle, make_node, make_pod, table_of
+from builders import (
+    Cluster,
+    FakeHandle,
+    make_node,
+    make_pod,
+    per_node_and_batch_filter,
+    per_node_and_batch_score,
+    table_of,
+)
 
 from scheduler.api import Pod
 from scheduler.config.args import InterPodAffinityArgs
@@ -17,7 +26,9 @@ from scheduler.plugins.interpodaffinity import (
     ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH,
     ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH,
     InterPodAffinity,
+    counting,
 )
+from scheduler.plugins.interpodaffinity.terms import matches_all, parse_pod_terms
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
@@ -479,3 +490,333 @@ def test_node_event_hints(new: Any, expected: QueueingHint) -> None:
 def test_node_without_any_topology_key_skips() -> None:
     target = pod("in", affinity=affinity(required=[term(DB)]))
     assert hints()["Node"](target, None, make_node("n")) is QueueingHint.SKIP
+
+
+# ---------------------------------------------------------------------------- randomized agreement
+#
+# Random clusters, checked three ways: the batch forms against the per-node forms, both against a
+# brute-force reading of the rules over every placed pod (the oracle below), and one plugin
+# instance kept across cluster changes (its tallies refreshed from the table's change log)
+# against the oracle of each new state. Preemption's AddPod/RemovePod what-ifs must give what a
+# fresh PreFilter gives on the cluster really changed that way.
+
+RACK = "rack"
+KEYS = [ZONE, HOST, RACK]
+NAMESPACES = ["default", "other", "third"]
+SEEDS = range(12)
+
+
+def random_labels(rng: random.Random) -> dict[str, str]:
+    labels = {}
+    if rng.random() < 0.8:
+        labels["app"] = rng.choice("abc")
+    if rng.random() < 0.5:
+        labels["tier"] = rng.choice("xy")
+    return labels
+
+
+def random_term(rng: random.Random) -> dict[str, Any]:
+    t: dict[str, Any] = {"topologyKey": rng.choice(KEYS)}
+    shape = rng.random()
+    if shape < 0.5:
+        t["labelSelector"] = {"matchLabels": {"app": rng.choice("abc")}}
+    elif shape < 0.8:
+        operator = rng.choice(["In", "NotIn", "Exists"])
+        expression = {"key": "tier", "operator": operator}
+        if operator != "Exists":
+            expression["values"] = [rng.choice("xy")]
+        t["labelSelector"] = {"matchExpressions": [expression]}
+    elif shape < 0.95:
+        t["labelSelector"] = {}  # matches every pod of the term's namespaces
+    # else: no labelSelector at all, which matches no pod
+    scope = rng.random()
+    if scope < 0.15:
+        t["namespaces"] = [rng.choice(NAMESPACES)]
+    elif scope < 0.25:
+        t["namespaceSelector"] = {}
+    elif scope < 0.35:
+        t["namespaceSelector"] = {"matchLabels": {"team": rng.choice("ab")}}
+    return t
+
+
+def random_affinity(rng: random.Random, chance: float) -> dict[str, Any] | None:
+    def some(kind_chance: float) -> list:
+        return [random_term(rng) for _ in range(rng.choice([1, 1, 2]))] if rng.random() < kind_chance else []
+
+    def weighted(kind_chance: float) -> list:
+        return [(rng.randint(1, 10), t) for t in some(kind_chance)]
+
+    if rng.random() >= chance:
+        return None
+    return (
+        affinity(required=some(0.35), anti=some(0.35), preferred=weighted(0.4), preferred_anti=weighted(0.4))
+        or None
+    )
+
+
+def random_pod(
+    rng: random.Random, name: str, node: str = "", chance: float = 0.4, pool: Sequence[Any] = ()
+) -> Pod:
+    """A pod with random labels; with ``chance``, (anti-)affinity: one of ``pool`` (the specs a
+    workload's pods share) or, without a pool, a new one."""
+    if pool:
+        spec = rng.choice(pool) if rng.random() < chance else None
+    else:
+        spec = random_affinity(rng, chance)
+    return pod(name, node, random_labels(rng), namespace=rng.choice(NAMESPACES), affinity=spec)
+
+
+def random_node(rng: random.Random, name: str) -> Any:
+    labels = {}
+    if rng.random() < 0.85:
+        labels[ZONE] = rng.choice(["z1", "z2", "z3"])
+    if rng.random() < 0.5:
+        labels[RACK] = rng.choice(["r1", "r2"])
+    return make_node(name, labels=labels)
+
+
+def random_cluster(rng: random.Random) -> tuple[list, list[Pod], list]:
+    """Nodes, the pods placed on them, and the pool of affinity specs those pods share."""
+    node_list = [random_node(rng, f"n{i}") for i in range(rng.randint(4, 12))]
+    pool = [random_affinity(rng, 1.0) for _ in range(4)]
+    pods = [
+        random_pod(rng, f"p{i}-{k}", node.name, pool=pool)
+        for i, node in enumerate(node_list)
+        for k in range(rng.choice([0, 1, 2, 3]))
+    ]
+    return node_list, pods, pool
+
+
+def ns_labels(namespace: str) -> Mapping[str, str]:
+    return NamespaceHandle.LABELS.get(namespace, {"kubernetes.io/metadata.name": namespace})
+
+
+def placed(handle: FakeHandle) -> list[tuple[Pod, Any]]:
+    return [(p, info.node) for info in handle.snapshot.node_infos() for p in info.pods.values()]
+
+
+def same_domain(a: Any, b: Any, key: str) -> bool:
+    return key in a.labels and a.labels.get(key) == b.labels.get(key)
+
+
+def oracle_filter(handle: FakeHandle, incoming: Pod) -> tuple[bool, list[str | None]]:
+    """(PreFilter skips, per-node verdict), straight from the rules over every placed pod."""
+    terms = parse_pod_terms(incoming)
+    own = ns_labels(incoming.namespace)
+    pods = placed(handle)
+    hated_by = [
+        (t, where)
+        for p, where in pods
+        for t in parse_pod_terms(p).required_anti_affinity
+        if t.matches(incoming, own) and t.topology_key in where.labels
+    ]
+    if not hated_by and not terms.required_affinity and not terms.required_anti_affinity:
+        return True, []
+    liked = [
+        (p, where) for p, where in pods if matches_all(terms.required_affinity, p, ns_labels(p.namespace))
+    ]
+    any_liked = any(t.topology_key in where.labels for _, where in liked for t in terms.required_affinity)
+    verdicts: list[str | None] = []
+    for info in handle.snapshot.node_infos():
+        node = info.node
+        if terms.required_affinity:
+            has_keys = all(t.topology_key in node.labels for t in terms.required_affinity)
+            near = all(
+                any(same_domain(node, where, t.topology_key) for _, where in liked)
+                for t in terms.required_affinity
+            )
+            own_group = not any_liked and matches_all(terms.required_affinity, incoming, own)
+            if not has_keys or not (near or own_group):
+                verdicts.append(AFF)
+                continue
+        if any(
+            same_domain(node, where, t.topology_key) and t.matches(p, ns_labels(p.namespace))
+            for t in terms.required_anti_affinity
+            for p, where in pods
+        ):
+            verdicts.append(ANTI)
+        elif any(same_domain(node, where, t.topology_key) for t, where in hated_by):
+            verdicts.append(EXISTING)
+        else:
+            verdicts.append(OK)
+    return False, verdicts
+
+
+def oracle_raw_scores(handle: FakeHandle, incoming: Pod, hard_weight: int = 1) -> list[int] | None:
+    """Raw scores per node, or None when no term touches any pod (PreScore skips)."""
+    terms = parse_pod_terms(incoming)
+    own = ns_labels(incoming.namespace)
+    contributions = []  # (weight, node of the pod, topology key)
+    for p, where in placed(handle):
+        theirs = parse_pod_terms(p)
+        for sign, weighted in ((1, terms.preferred_affinity), (-1, terms.preferred_anti_affinity)):
+            contributions += [
+                (sign * w.weight, where, w.term.topology_key)
+                for w in weighted
+                if w.term.matches(p, ns_labels(p.namespace))
+            ]
+        if hard_weight > 0:
+            contributions += [
+                (hard_weight, where, t.topology_key)
+                for t in theirs.required_affinity
+                if t.matches(incoming, own)
+            ]
+        for sign, weighted in ((1, theirs.preferred_affinity), (-1, theirs.preferred_anti_affinity)):
+            contributions += [
+                (sign * w.weight, where, w.term.topology_key)
+                for w in weighted
+                if w.term.matches(incoming, own)
+            ]
+    contributions = [(w, where, key) for w, where, key in contributions if key in where.labels]
+    if not contributions:
+        return None
+    return [
+        sum(w for w, where, key in contributions if same_domain(info.node, where, key))
+        for info in handle.snapshot.node_infos()
+    ]
+
+
+def check_filter(plugin: InterPodAffinity, handle: FakeHandle, incoming: Pod) -> None:
+    """Per node, batch and oracle agree on PreFilter's skip and on every node's verdict."""
+    state = CycleState()
+    _, status = plugin.pre_filter(state, incoming, handle.snapshot)
+    skips, expected = oracle_filter(handle, incoming)
+    assert (status is not None and status.is_skip) == skips, status
+    if skips:
+        return
+    assert status is None
+    cluster = Cluster(handle.snapshot.table, list(handle.snapshot.node_infos()))
+    per_node, batch = per_node_and_batch_filter(plugin, state, incoming, cluster)
+    assert [verdict(s) for s in per_node] == expected
+    assert [verdict(s) for s in batch] == expected
+
+
+def check_score(plugin: InterPodAffinity, handle: FakeHandle, incoming: Pod, hard_weight: int = 1) -> None:
+    state = CycleState()
+    infos = list(handle.snapshot.node_infos())
+    status = plugin.pre_score(state, incoming, infos)
+    expected = oracle_raw_scores(handle, incoming, hard_weight)
+    if expected is None:
+        assert status is not None and status.is_skip
+        return
+    assert status is None
+    cluster = Cluster(handle.snapshot.table, infos)
+    per_node, batch = per_node_and_batch_score(plugin, state, incoming, cluster)
+    assert per_node == expected
+    assert batch == expected
+
+
+@pytest.fixture(params=[False, True], ids=["sparse", "dense"])
+def term_tallies(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run twice: terms of placed pods tallied per node as given, and as full columns from the
+    first node on (big clusters switch to those)."""
+    if request.param:
+        monkeypatch.setattr(counting, "DENSE_AT", 1)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_random_clusters_batch_per_node_and_oracle_agree(seed: int, term_tallies: None) -> None:
+    rng = random.Random(seed)
+    for _ in range(6):
+        node_list, pods, _ = random_cluster(rng)
+        handle = NamespaceHandle(table_of(node_list, pods, capacity=rng.choice([2, 16])))
+        hard_weight = rng.choice([0, 1, 5])
+        plugin = InterPodAffinity(InterPodAffinityArgs(hard_pod_affinity_weight=hard_weight), handle)
+        for i in range(4):
+            incoming = random_pod(rng, f"in{i}", chance=0.9)
+            check_filter(plugin, handle, incoming)
+            check_score(plugin, handle, incoming, hard_weight)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_one_plugin_kept_across_cluster_changes_agrees_with_the_oracle(seed: int, term_tallies: None) -> None:
+    """Pods placed and removed, nodes relabelled: rows are rewritten as the cache does (sync_row),
+    and the plugin's tallies must follow."""
+    rng = random.Random(seed)
+    node_list, pods, pool = random_cluster(rng)
+    cluster = table_of(node_list, pods, capacity=4)
+    handle = NamespaceHandle(cluster)
+    plugin = InterPodAffinity(None, handle)
+    incoming = [random_pod(rng, f"in{i}", chance=0.9) for i in range(3)]
+    for step in range(25):
+        info = rng.choice(cluster.infos)
+        change = rng.random()
+        if change < 0.45:
+            info.add_pod(random_pod(rng, f"s{step}", info.name, chance=0.6, pool=pool))
+        elif change < 0.8 and info.pods:
+            info.remove_pod(rng.choice(list(info.pods)))
+        else:
+            info.node = random_node(rng, info.name)
+        cluster.table.sync_row(info)
+        for target in incoming:
+            check_filter(plugin, handle, target)
+            check_score(plugin, handle, target)
+
+
+def first_with_pods(rng: random.Random, cluster: Cluster) -> Any:
+    holding = [info for info in cluster.infos if info.pods]
+    return rng.choice(holding) if holding else None
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_add_and_remove_pod_what_ifs_match_a_fresh_pre_filter(seed: int) -> None:
+    rng = random.Random(seed)
+    checked = 0
+    while checked < 5:
+        node_list, pods, pool = random_cluster(rng)
+        incoming = random_pod(rng, "in", chance=1.0)
+        cluster = table_of(node_list, pods, capacity=16)
+        handle = NamespaceHandle(cluster)
+        plugin = InterPodAffinity(None, handle)
+        state = CycleState()
+        if plugin.pre_filter(state, incoming, handle.snapshot)[1] is not None:
+            continue
+        target = first_with_pods(rng, cluster)
+        if target is None:
+            continue
+        checked += 1
+        # what-if: one pod removed from one node, another added to a random node
+        what_if = state.clone()
+        victim = rng.choice(list(target.pods.values()))
+        removed_from = target.clone()
+        removed_from.remove_pod(victim.uid)
+        assert plugin.remove_pod(what_if, incoming, victim, removed_from) is None
+        added = random_pod(rng, "added", chance=0.8, pool=pool)
+        host = rng.choice(cluster.infos)
+        added = pod("added", host.name, added.labels, namespace=added.namespace, affinity=added.affinity)
+        grown = host.clone()
+        grown.add_pod(added)
+        assert plugin.add_pod(what_if, incoming, added, grown) is None
+        per_node, batch = per_node_and_batch_filter(plugin, what_if, incoming, cluster)
+
+        # the same change for real, judged by a fresh plugin
+        real = table_of(node_list, [p for p in pods if p.uid != victim.uid] + [added], capacity=16)
+        real_handle = NamespaceHandle(real)
+        skips, expected = oracle_filter(real_handle, incoming)
+        fresh = InterPodAffinity(None, real_handle)
+        fresh_state = CycleState()
+        fresh_status = fresh.pre_filter(fresh_state, incoming, real_handle.snapshot)[1]
+        assert (fresh_status is not None and fresh_status.is_skip) == skips
+        if skips:
+            expected = [OK] * len(node_list)
+        assert [verdict(s) for s in per_node] == expected
+        assert [verdict(s) for s in batch] == expected
+        # the original state is untouched by the what-if
+        check_untouched = per_node_and_batch_filter(plugin, state, incoming, cluster)
+        _, before = oracle_filter(handle, incoming)
+        assert [verdict(s) for s in check_untouched[0]] == before
+        assert [verdict(s) for s in check_untouched[1]] == before
+
+
+def test_without_a_handle_pre_score_counts_the_pods_of_the_candidates() -> None:
+    cluster = table_of(
+        nodes(), [pod("db", "n1", DB), pod("fan", "n3", affinity=affinity(required=[term(WEB)]))]
+    )
+    plugin = InterPodAffinity(None, None)
+    incoming = pod("in", "", WEB, affinity=affinity(preferred=[(5, term(DB))]))
+    state = CycleState()
+    assert plugin.pre_score(state, incoming, cluster.infos) is None
+    assert [plugin.score(state, incoming, info) for info in cluster.infos] == [5, 5, 1, 0]
+    only_n3 = CycleState()
+    assert plugin.pre_score(only_n3, incoming, [cluster.info("n3")]) is None
+    assert plugin.score(only_n3, incoming, cluster.info("n3")) == 1

@@ -4,7 +4,10 @@ Namespace labels (for ``namespaceSelector``) come from the handle's ``namespaces
 namespace it does not hold (not watched, or not seen yet) is known by the
 ``kubernetes.io/metadata.name`` label the API server puts on every namespace; upstream gives it no
 labels at all, which only differs for a selector that wants the name and the informer lags.
-Existing pods matching the incoming pod's terms are found through the cache's pod index.
+Existing pods matching the incoming pod's terms are found through the cache's pod index, the
+terms of existing pods are grouped by identical term (counting.py), both kept as per-node tallies
+refreshed from the NodeTable's change log; counts per topology domain are numpy arrays over the
+domain ids of ``topology_columns``, so Filter and Score also come in batch form over the table.
 """
 
 from __future__ import annotations
@@ -24,20 +27,29 @@ from scheduler.framework import (
     Handle,
     NodeInfo,
     NodeLister,
+    NodeTable,
+    NodeVerdicts,
     ObjectLister,
     PreFilterResult,
     QueueingHint,
     Status,
 )
-from scheduler.framework.interface import NODE, POD
+from scheduler.framework.interface import NODE, POD, PodsByLabel
 from scheduler.framework.pod_index import PodIndex, index_of
 from scheduler.plugins import names
-from scheduler.plugins.interpodaffinity.filtering import PreFilterState, check_node, compute_pre_filter_state
+from scheduler.plugins.interpodaffinity.counting import ExistingTerms, PlacedMatches
+from scheduler.plugins.interpodaffinity.filtering import (
+    PreFilterState,
+    check_node,
+    check_nodes,
+    compute_pre_filter_state,
+)
 from scheduler.plugins.interpodaffinity.scoring import (
     TopologyScores,
     compute_topology_scores,
     normalize,
     score_node,
+    score_nodes,
 )
 from scheduler.plugins.interpodaffinity.terms import (
     NAMESPACE_NAME_LABEL,
@@ -45,6 +57,7 @@ from scheduler.plugins.interpodaffinity.terms import (
     matches_all,
     parse_pod_terms,
 )
+from scheduler.plugins.topology_columns import DomainColumns
 
 _PRE_FILTER_KEY = "PreFilter" + names.INTER_POD_AFFINITY
 _PRE_SCORE_KEY = "PreScore" + names.INTER_POD_AFFINITY
@@ -78,7 +91,15 @@ class _NamespaceLabels:
 class InterPodAffinity:
     name: ClassVar[str] = names.INTER_POD_AFFINITY
 
-    __slots__ = ("_handle", "_hard_weight", "_ignore_existing_preferred", "_terms")
+    __slots__ = (
+        "_columns",
+        "_existing",
+        "_handle",
+        "_hard_weight",
+        "_ignore_existing_preferred",
+        "_placed",
+        "_terms",
+    )
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         self._hard_weight = int(getattr(args, "hard_pod_affinity_weight", 1))
@@ -89,6 +110,9 @@ class InterPodAffinity:
             raise ValueError("InterPodAffinityArgs.hardPodAffinityWeight: must be in the range 0-100")
         self._handle = handle
         self._terms = TermsCache()
+        self._columns = DomainColumns()
+        self._existing = ExistingTerms(self._terms.terms)
+        self._placed = PlacedMatches()
 
     # ------------------------------------------------------------------ events
 
@@ -152,15 +176,16 @@ class InterPodAffinity:
                 pod,
                 terms,
                 _NamespaceLabels(self._handle),
-                self._terms.terms,
-                nodes.get,
-                nodes.have_pods_with_required_anti_affinity(),
+                nodes.table,
+                self._columns,
+                self._existing,
+                self._placed,
                 index_of(nodes),
             )
         except SelectorError as exc:  # an existing pod's invalid term
             return None, Status.from_error(exc)
         if (
-            not computed.existing_anti_affinity
+            not any(counts.any() for counts in computed.existing_anti_affinity.values())
             and not terms.required_affinity
             and not terms.required_anti_affinity
         ):
@@ -193,6 +218,13 @@ class InterPodAffinity:
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         return check_node(self._pre_filter_state(state), node_info.node)
 
+    def filter_nodes(
+        self, state: CycleState, pod: Pod, table: NodeTable, slots: np.ndarray
+    ) -> NodeVerdicts | None:
+        found = self._pre_filter_state(state)
+        self._columns.refresh(table)
+        return check_nodes(found, slots)
+
     # ------------------------------------------------------------------ score
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
@@ -206,35 +238,45 @@ class InterPodAffinity:
             return Status.skip()
         snapshot = self._handle.snapshot if self._handle is not None else None
         if snapshot is None:  # no cluster view: the candidates are all there is
-            index, lookup = PodIndex.of(nodes), {info.name: info for info in nodes}.get
-            with_affinity: Sequence[NodeInfo] = [info for info in nodes if info.pods_with_affinity]
+            table = NodeTable(len(nodes))
+            for info in nodes:
+                table.add(info.clone())  # the clone takes a slot of its own table
+            index: PodsByLabel = PodIndex.of(nodes)
         else:
-            index, lookup = index_of(snapshot), snapshot.get
-            with_affinity = snapshot.have_pods_with_affinity()
+            table, index = snapshot.table, index_of(snapshot)
         try:
             scores = compute_topology_scores(
                 pod,
                 terms,
                 _NamespaceLabels(self._handle),
-                self._terms.terms,
-                lookup,
+                table,
+                self._columns,
+                self._existing,
+                self._placed,
                 index,
-                with_affinity,
                 self._hard_weight,
             )
         except SelectorError as exc:
             return Status.from_error(exc)
-        if not scores:
+        if scores is None:
             return Status.skip()
         state.write(_PRE_SCORE_KEY, scores)
         return None
 
-    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
-        scores: TopologyScores | None = state.get(_PRE_SCORE_KEY)
-        if scores is None:
+    def _pre_score_state(self, state: CycleState) -> TopologyScores:
+        found = state.get(_PRE_SCORE_KEY)
+        if found is None:
             raise KeyError(f"reading {_PRE_SCORE_KEY!r} from cycleState: not found")
-        return score_node(scores, node_info.node)
+        return found
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
+        return score_node(self._pre_score_state(state), node_info.node)
+
+    def score_nodes(self, state: CycleState, pod: Pod, table: NodeTable, slots: np.ndarray) -> np.ndarray:
+        found = self._pre_score_state(state)
+        self._columns.refresh(table)
+        return score_nodes(found, slots)
 
     def normalize_scores(self, state: CycleState, pod: Pod, scores: np.ndarray) -> None:
-        if state.get(_PRE_SCORE_KEY):
+        if state.get(_PRE_SCORE_KEY) is not None:
             normalize(scores)

@@ -1,6 +1,6 @@
 """DoNotSchedule constraints: matching pods counted per domain once in PreFilter, skew checked per node.
 
-Counts live in numpy arrays indexed by the domain ids of :mod:`columns`, so PreFilter is a
+Counts live in numpy arrays indexed by the domain ids of ``topology_columns``, so PreFilter is a
 ``bincount`` over the eligible nodes weighted by the pod index's per-node counts, the batch
 Filter is one vector expression per constraint, and the per-node Filter (preemption's what-if
 runs) is O(constraints). AddPod/RemovePod patch the counts of a cloned state.
@@ -17,13 +17,13 @@ from scheduler.api import Node, Pod
 from scheduler.framework import NodeLister, NodeTable, NodeVerdicts, Status
 from scheduler.framework.interface import PodsByLabel
 from scheduler.plugins.nodeaffinity import RequiredNodeAffinity
-from scheduler.plugins.podtopologyspread.columns import DomainColumn, DomainColumns, lookup, per_slot
 from scheduler.plugins.podtopologyspread.common import (
     SpreadConstraint,
     node_has_all_keys,
     placed_matches,
     selector_matches,
 )
+from scheduler.plugins.topology_columns import DomainColumn, DomainColumns, lookup, per_slot
 
 ERR_REASON_CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread constraints"
 ERR_REASON_NODE_LABEL_NOT_MATCH = ERR_REASON_CONSTRAINTS_NOT_MATCH + " (missing required label)"

@@ -6,7 +6,7 @@ constraints of its own gets the profile's default constraints (``System``: upstr
 and host spread; ``List``: the configured ones), with the selector of the workloads (Services,
 ReplicaSets, ...) selecting the pod (see defaults.py); a pod no workload selects gets none.
 Matching pods are counted from the cache's pod index, not by scanning every node's pods, into
-arrays indexed by domain id (columns.py keeps every node's domain per topology key), so Filter
+arrays indexed by domain id (topology_columns.py keeps every node's domain per topology key), so Filter
 and Score also come in batch form over the NodeTable; the per-node forms serve preemption.
 """
 
@@ -35,7 +35,6 @@ from scheduler.framework import (
 from scheduler.framework.interface import NODE, POD
 from scheduler.framework.pod_index import PodIndex, index_of
 from scheduler.plugins import names
-from scheduler.plugins.podtopologyspread.columns import DomainColumns
 from scheduler.plugins.podtopologyspread.common import (
     DO_NOT_SCHEDULE,
     SCHEDULE_ANYWAY,
@@ -59,6 +58,7 @@ from scheduler.plugins.podtopologyspread.scoring import (
     score_node,
     score_nodes,
 )
+from scheduler.plugins.topology_columns import DomainColumns
 
 SYSTEM_DEFAULTING = "System"
 LIST_DEFAULTING = "List"

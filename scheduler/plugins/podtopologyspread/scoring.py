@@ -18,7 +18,6 @@ from scheduler.api import Pod
 from scheduler.framework import MAX_NODE_SCORE, NodeInfo, NodeTable
 from scheduler.framework.interface import PodsByLabel
 from scheduler.plugins.nodeaffinity import RequiredNodeAffinity
-from scheduler.plugins.podtopologyspread.columns import DomainColumn, DomainColumns, lookup, per_slot
 from scheduler.plugins.podtopologyspread.common import (
     LABEL_HOSTNAME,
     SpreadConstraint,
@@ -26,6 +25,7 @@ from scheduler.plugins.podtopologyspread.common import (
     placed_matches,
 )
 from scheduler.plugins.podtopologyspread.filtering import included
+from scheduler.plugins.topology_columns import DomainColumn, DomainColumns, lookup, per_slot
 
 
 @dataclass(slots=True)

@@ -1,10 +1,11 @@
 """Every node's topology domain as a small integer, one numpy column per topology key.
 
-Skew checks and spread scores compare per-domain counts across all nodes; with each node's
-domain as an int32 id (``-1``: the node lacks the label, or the row holds no node), a whole
-cycle's counting is one ``bincount`` and a whole Filter one fancy-index. The ids are re-read from
-``table.infos[slot].node.labels`` only for the rows whose Node object was replaced since (Node
-objects are never mutated in place); ids are interned per key and never reused.
+Shared by PodTopologySpread and InterPodAffinity: both compare per-domain counts across all
+nodes. With each node's domain as an int32 id (``-1``: the node lacks the label, or the row holds
+no node), a whole cycle's counting is one ``bincount`` and a whole Filter one fancy-index. The
+ids are re-read from ``table.infos[slot].node.labels`` only for the rows whose Node object was
+replaced since (Node objects are never mutated in place); ids are interned per key and never
+reused, so per-domain arrays stay valid across refreshes.
 """
 
 from __future__ import annotations
@@ -155,3 +156,28 @@ def lookup(counts: np.ndarray, ids: np.ndarray) -> np.ndarray:
         return np.zeros(len(ids), dtype=np.int64)
     known = (ids >= 0) & (ids < len(counts))
     return np.where(known, counts[np.where(known, ids, 0)], 0)
+
+
+def by_domain(column: DomainColumn, per_slot_counts: np.ndarray) -> np.ndarray:
+    """Per-slot counts summed per domain id of ``column`` (int64, one entry per interned value);
+    slots without the key, and slots past either array's end, count nowhere."""
+    ids = column.ids
+    n = min(len(ids), len(per_slot_counts))
+    size = len(column.values)
+    if n == 0:
+        return np.zeros(size, dtype=np.int64)
+    # shift by one so MISSING (-1) lands in bin 0, which is dropped
+    summed = np.bincount(ids[:n] + 1, weights=per_slot_counts[:n], minlength=size + 1)[1:]
+    return summed.astype(np.int64)
+
+
+def by_domain_sparse(column: DomainColumn, slots: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """:func:`by_domain` for counts given at a few slots only."""
+    size = len(column.values)
+    ids = column.ids
+    inside = slots < len(ids)
+    domains = ids[slots[inside]]
+    known = domains >= 0
+    if not known.any():
+        return np.zeros(size, dtype=np.int64)
+    return np.bincount(domains[known], weights=counts[inside][known], minlength=size)[:size].astype(np.int64)
