@@ -369,15 +369,7 @@ class Framework:
         return feasible, rejections, processed
 
     def _filter_one(self, state: CycleState, pod: Pod, info: Any, plugins: Sequence[Any]) -> Status | None:
-        for plugin in plugins:
-            try:
-                status = plugin.filter(state, pod, info)
-            except Exception as exc:
-                log.exception("Filter plugin %s failed for pod %s", plugin.name, pod.key)
-                return Status.from_error(exc, plugin.name)
-            if status is not None and not status.is_success:
-                return status.with_plugin(plugin.name)
-        return None
+        return _first_rejection("Filter", pod, plugins, lambda p: p.filter(state, pod, info))
 
     def run_filters_on_node(self, state: CycleState, pod: Pod, info: Any) -> Status | None:
         """Every filter on one node, per-node form (used by preemption's what-if runs)."""
@@ -543,15 +535,9 @@ class Framework:
     # ------------------------------------------------------------------ reserve / permit / bind
 
     def run_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
-        for plugin in self.reserve_plugins:
-            try:
-                status = plugin.reserve(state, pod, node_name)
-            except Exception as exc:
-                log.exception("Reserve plugin %s failed for pod %s", plugin.name, pod.key)
-                return Status.from_error(exc, plugin.name)
-            if status is not None and not status.is_success:
-                return status.with_plugin(plugin.name)
-        return None
+        return _first_rejection(
+            "Reserve", pod, self.reserve_plugins, lambda p: p.reserve(state, pod, node_name)
+        )
 
     def run_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
         for plugin in reversed(self.reserve_plugins):
@@ -625,6 +611,22 @@ class Framework:
 def nominated_pods_to_respect(pod: Pod, nominated: Sequence[Pod]) -> list[Pod]:
     """The nominated pods ``pod`` must leave room for: equal or higher priority, other than itself."""
     return [other for other in nominated if other.priority >= pod.priority and other.uid != pod.uid]
+
+
+def _first_rejection(
+    point: str, pod: Pod, plugins: Sequence[Any], call: Callable[[Any], Status | None]
+) -> Status | None:
+    """Run ``call`` on each plugin in order; the first non-success (a raised exception becomes an
+    Error status naming the plugin) stops the run."""
+    for plugin in plugins:
+        try:
+            status = call(plugin)
+        except Exception as exc:
+            log.exception("%s plugin %s failed for pod %s", point, plugin.name, pod.key)
+            return Status.from_error(exc, plugin.name)
+        if status is not None and not status.is_success:
+            return status.with_plugin(plugin.name)
+    return None
 
 
 class _NodeInfoList(Sequence[NodeInfo]):
