@@ -155,9 +155,8 @@ class Harness:
         start = time.perf_counter()
         for _ in range(count):
             info = await self.queue.pop()
-            await self.scheduler._binding_slots.acquire()
             t0 = time.perf_counter()
-            self.scheduler.schedule_one(info)
+            await self.scheduler.attempt(info)
             cycle_times.append(time.perf_counter() - t0)
             await asyncio.sleep(0)
         await self.scheduler.wait_for_bindings(60)

@@ -104,20 +104,24 @@ class Scheduler:
             info = await self.queue.pop()
             if info is None:
                 return
-            await self._binding_slots.acquire()
-            binding = False
-            try:
-                binding = self.schedule_one(info)
-            except Exception:
-                # Never let one pod take the loop down; the pod is retried.
-                log.exception("unexpected error scheduling pod %s", info.pod.key)
-                self.queue.add_unschedulable(info, self.queue.scheduling_cycle())
-            finally:
-                # The slot now belongs to the binding task, or is free again.
-                if not binding:
-                    self._binding_slots.release()
+            await self.attempt(info)
             # Let informer events in between decisions even when the queue is never empty.
             await asyncio.sleep(0)
+
+    async def attempt(self, info: QueuedPodInfo) -> None:
+        """One scheduling cycle for a popped pod, holding a binding slot (waits when all are busy)."""
+        await self._binding_slots.acquire()
+        binding = False
+        try:
+            binding = self.schedule_one(info)
+        except Exception:
+            # Never let one pod take the loop down; the pod is retried.
+            log.exception("unexpected error scheduling pod %s", info.pod.key)
+            self.queue.add_unschedulable(info, self.queue.scheduling_cycle())
+        finally:
+            # The slot now belongs to the binding task, or is free again.
+            if not binding:
+                self._binding_slots.release()
 
     async def wait_for_bindings(self, timeout: float) -> bool:
         """Wait for in-flight binding tasks (graceful shutdown); False if some are still running."""

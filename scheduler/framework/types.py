@@ -67,9 +67,12 @@ class NodeInfo:
         return pod
 
     def _account(self, pod: Pod, sign: int) -> None:
+        # Preemption's dry runs call this several times per candidate node: the optional parts
+        # (ports, affinity, volumes) are tested once each, as most pods have none of them.
         self.requested.add(pod.requests, sign)
-        self.non_zero_requested.milli_cpu += sign * pod.non_zero_requests.milli_cpu
-        self.non_zero_requested.memory += sign * pod.non_zero_requests.memory
+        non_zero, own = self.non_zero_requested, pod.non_zero_requests
+        non_zero.milli_cpu += sign * own.milli_cpu
+        non_zero.memory += sign * own.memory
         for port in pod.host_ports:
             ips = self.used_ports.setdefault((port.protocol, port.port), set())
             if sign > 0:
@@ -78,16 +81,8 @@ class NodeInfo:
                 ips.discard(port.ip)
                 if not ips:
                     del self.used_ports[(port.protocol, port.port)]
-        if has_affinity(pod):
-            if sign > 0:
-                self.pods_with_affinity[pod.uid] = pod
-            else:
-                self.pods_with_affinity.pop(pod.uid, None)
-        if has_required_anti_affinity(pod):
-            if sign > 0:
-                self.pods_with_required_anti_affinity[pod.uid] = pod
-            else:
-                self.pods_with_required_anti_affinity.pop(pod.uid, None)
+        if pod.affinity:
+            self._account_affinity(pod, sign)
         for volume in pod.volumes:
             claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")
             if claim:
@@ -98,6 +93,18 @@ class NodeInfo:
                 else:
                     self.pvc_ref_counts.pop(key, None)
         self.generation += 1
+
+    def _account_affinity(self, pod: Pod, sign: int) -> None:
+        if has_affinity(pod):
+            if sign > 0:
+                self.pods_with_affinity[pod.uid] = pod
+            else:
+                self.pods_with_affinity.pop(pod.uid, None)
+        if has_required_anti_affinity(pod):
+            if sign > 0:
+                self.pods_with_required_anti_affinity[pod.uid] = pod
+            else:
+                self.pods_with_required_anti_affinity.pop(pod.uid, None)
 
     def port_conflicts(self, wanted: HostPort) -> bool:
         """True when ``wanted`` collides with a port in use (0.0.0.0 collides with every IP)."""

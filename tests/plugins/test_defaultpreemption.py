@@ -24,7 +24,8 @@ from scheduler.plugins.defaultpreemption.candidates import (
 )
 from scheduler.plugins.defaultpreemption.pdb import parse_budgets, split_by_violation
 from scheduler.plugins.defaultpreemption.plugin import _unschedulable
-from scheduler.plugins.defaultpreemption.victims import Victims, importance
+from scheduler.plugins.defaultpreemption.prechecks import fit_only_refilter
+from scheduler.plugins.defaultpreemption.victims import NO_VICTIMS, Victims, importance, select_victims
 from scheduler.plugins.registry import in_tree_registry
 from scheduler.runtime import Framework
 from scheduler.runtime.handle import FrameworkHandle
@@ -771,3 +772,134 @@ def test_victims_are_ranked_by_when_they_started_not_when_they_were_created():
     not_started = make_pod("c", priority=1)
     ranked = sorted([not_started, created_first, started_first], key=importance)
     assert [p.name for p in ranked] == ["b", "a", "c"]  # most important first; unstarted last
+
+
+# ---------------------------------------------------------------------------- cheap dry runs
+
+
+class CountingState(CycleState):
+    """A cycle state that counts the copies the dry run makes of it."""
+
+    __slots__ = ("copies",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.copies = 0
+
+    def clone(self) -> CycleState:
+        self.copies += 1
+        return super().clone()
+
+
+@pytest.mark.parametrize(
+    ("pods", "priority"),
+    [
+        pytest.param([], 10, id="an empty node"),
+        pytest.param([cpu_pod("same", "n1", "1", 10)], 10, id="a node of pods of the same priority"),
+        pytest.param([cpu_pod("high", "n1", "1", 50)], 10, id="a node of higher-priority pods"),
+    ],
+)
+def test_a_node_without_lower_priority_pods_gets_select_victims_verdict_without_any_copy(
+    pods: list[Pod], priority: int
+) -> None:
+    handle = Handle(table_of([make_node("n1", cpu="1")], pods))
+    profile = Profile(
+        scheduler_name="pyscheduler",
+        plugins=Plugins(multi_point=PluginSet(enabled=[PluginRef(n) for n in FILTER_PROFILE])),
+    )
+    fwk = Framework(profile, in_tree_registry(), handle)
+    preemptor = make_pod("p", requests={"cpu": "2"}, priority=priority, affinity=ANTI_DB)
+    state = CountingState()
+    fwk.run_pre_filter(state, preemptor, handle.snapshot)
+    info = handle.snapshot.get("n1")
+    expected = select_victims(fwk, state.clone(), preemptor, info.clone(), [])
+    state.copies = 0
+
+    found, statuses = dry_run(Opaque(fwk), state, preemptor, [info], [], 0, 1)
+
+    assert expected == (None, Status.unresolvable(NO_VICTIMS))
+    assert (found, statuses) == ([], {"n1": expected[1]})
+    assert state.copies == 0
+
+
+def fit_profile_framework(handle: Handle) -> Framework:
+    names = ["PrioritySort", "NodeName", "NodeAffinity", "TaintToleration", "NodeResourcesFit"]
+    names.append("DefaultBinder")
+    profile = Profile(
+        scheduler_name="pyscheduler",
+        plugins=Plugins(multi_point=PluginSet(enabled=[PluginRef(n) for n in names])),
+    )
+    return Framework(profile, in_tree_registry(), handle)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_fit_only_recheck_says_yes_exactly_when_node_resources_fit_passes(seed: int) -> None:
+    rng = random.Random(seed)
+    gpu = "example.com/gpu"
+    nodes = [
+        make_node(
+            f"n{i}",
+            cpu=rng.choice(["1", "2", "4"]),
+            memory=rng.choice(["1Gi", "4Gi"]),
+            pods=rng.choice([1, 2, 3, 110]),
+            extra={gpu: rng.choice([0, 1, 2])} if rng.random() < 0.6 else None,
+        )
+        for i in range(6)
+    ]
+
+    def requests() -> dict[str, str]:
+        wanted = {"cpu": f"{rng.choice([0, 500, 1000, 2000])}m", "memory": rng.choice(["0", "512Mi", "2Gi"])}
+        if rng.random() < 0.4:
+            wanted[gpu] = str(rng.choice([1, 2]))
+        return wanted
+
+    hosts = [rng.choice(nodes).name for _ in range(rng.randint(0, 12))]
+    pods = [make_pod(f"v{j}", node_name=host, requests=requests()) for j, host in enumerate(hosts)]
+    handle = Handle(table_of(nodes, pods))
+    fwk = fit_profile_framework(handle)
+    preemptor = make_pod("p", requests=requests(), priority=10)
+    state = CycleState()
+    fwk.run_pre_filter(state, preemptor, handle.snapshot)
+    fit = fwk.plugins["NodeResourcesFit"]
+    fits = fit_only_refilter(fwk, state, preemptor)
+    assert fits is not None
+
+    for info in handle.snapshot.node_infos():
+        assert fits(info) == (fit.filter(state, preemptor, info) is None), info.name
+
+
+def test_the_fit_only_recheck_is_not_used_when_another_filter_reads_the_pods() -> None:
+    handle = Handle(table_of([make_node("n1")], []))
+    profile = Profile(
+        scheduler_name="pyscheduler",
+        plugins=Plugins(multi_point=PluginSet(enabled=[PluginRef(n) for n in FILTER_PROFILE])),
+    )
+    fwk = Framework(profile, in_tree_registry(), handle)
+    preemptor = make_pod("p", requests={"cpu": "1"}, priority=10, host_ports=[(8080, "TCP")])
+    state = CycleState()
+    fwk.run_pre_filter(state, preemptor, handle.snapshot)
+
+    assert fit_only_refilter(fwk, state, preemptor) is None  # NodePorts reads the pods' ports
+
+
+def test_a_node_keeps_its_pods_and_accounting_through_a_removal_and_a_re_addition() -> None:
+    info = table_of(
+        [make_node("n1")],
+        [
+            port_pod("a", "n1", "1", 1),
+            make_pod("b", node_name="n1", priority=1, affinity=ANTI_DB, requests={"cpu": "1"}),
+            cpu_pod("c", "n1", "1", 1),
+        ],
+    ).infos[0]
+    before = info.clone()
+    pod = info.pods[next(uid for uid, p in info.pods.items() if p.name == "b")]
+
+    info.remove_pod(pod.uid)
+    assert not info.pods_with_affinity and not info.pods_with_required_anti_affinity
+    info.add_pod(pod)
+
+    assert set(info.pods) == set(before.pods)
+    assert info.requested == before.requested and info.non_zero_requested == before.non_zero_requested
+    assert info.used_ports == before.used_ports
+    assert set(info.pods_with_affinity) == set(before.pods_with_affinity) == {pod.uid}
+    assert set(info.pods_with_required_anti_affinity) == {pod.uid}

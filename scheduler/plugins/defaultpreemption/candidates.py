@@ -15,7 +15,13 @@ from scheduler.plugins.defaultpreemption.prechecks import (
     hopeless_check,
     respects_nominated,
 )
-from scheduler.plugins.defaultpreemption.victims import FilterRunner, Victims, select_victims, start_time
+from scheduler.plugins.defaultpreemption.victims import (
+    NO_VICTIMS,
+    FilterRunner,
+    Victims,
+    select_victims,
+    start_time,
+)
 
 _PRIORITY_OFFSET = 2**31  # makes every int32 priority non-negative before summing, as upstream
 
@@ -44,32 +50,32 @@ def dry_run(
     """Candidates (PDB-respecting ones first) and the status of every node that is not one.
 
     Nodes are visited from ``offset`` round the list; the search stops once ``wanted``
-    candidates are found, at least one of them violating no PDB. Each node is tried on copies
-    of its NodeInfo and (when some PreFilter extension may change it) of the cycle state, so
-    the real ones stay untouched. Nodes the resource pre-check proves hopeless are tried only
-    when no candidate turns up at all, for their exact statuses (the statuses of non-candidates
-    matter only then). ``nominated_for`` (the handle's nominated pods per node) enables the
-    NodeResourcesFit-only re-check of :func:`fit_only_refilter` on nodes without such pods.
+    candidates are found, at least one of them violating no PDB. Each node with a lower-priority
+    pod is tried on copies of its NodeInfo and (when some PreFilter extension may change it) of
+    the cycle state, so the real ones stay untouched. Nodes the resource pre-check proves
+    hopeless are tried only when no candidate turns up at all, for their exact statuses (the
+    statuses of non-candidates matter only then). ``nominated_for`` (the handle's nominated
+    pods per node) enables the NodeResourcesFit-only re-check of :func:`fit_only_refilter` on
+    nodes without such pods.
     """
     clean: list[Candidate] = []
     violating: list[Candidate] = []
     statuses: dict[str, Status] = {}
     extensions = extensions_active(runner, state)
     hopeless = hopeless_check(runner, state, pod)
-    fit = fit_only_refilter(runner, state) if nominated_for is not None and not extensions else None
-
-    def fit_alone(state: CycleState, pod: Pod, info: NodeInfo) -> Status | None:
-        try:
-            return fit.filter(state, pod, info)  # type: ignore[union-attr]
-        except Exception as exc:  # the filters would report it as an Error status: not a fit
-            return Status.from_error(exc)
+    fits = fit_only_refilter(runner, state, pod) if nominated_for is not None and not extensions else None
 
     def visit(info: NodeInfo) -> None:
+        if not any(other.priority < pod.priority for other in info.pods.values()):
+            # select_victims' own verdict, reached without copying the node or the state (most
+            # nodes of an unschedulable pod that no lower-priority pod could make room for)
+            statuses[info.name] = Status.unresolvable(NO_VICTIMS)
+            return
         node_state = state.clone() if extensions else state
-        refilter = None
-        if fit is not None and not respects_nominated(pod, nominated_for(info.name)):  # type: ignore[misc]
-            refilter = fit_alone
-        victims, status = select_victims(runner, node_state, pod, info.clone(), budgets, extensions, refilter)
+        check = None
+        if fits is not None and not respects_nominated(pod, nominated_for(info.name)):  # type: ignore[misc]
+            check = fits
+        victims, status = select_victims(runner, node_state, pod, info.clone(), budgets, extensions, check)
         if victims is not None and not victims.pods:
             error = RuntimeError(f"expected at least one victim pod on node {info.name!r}")
             status = Status.from_error(error)

@@ -12,7 +12,8 @@ unnecessary when they hold:
 - when every active filter but NodeResourcesFit reads only the Node object (NodeUnschedulable,
   NodeName, TaintToleration, NodeAffinity) and no nominated pod must be respected on the node,
   the filters passed once on the node are decided again, as each victim is added back, by
-  NodeResourcesFit alone.
+  NodeResourcesFit alone (its yes/no, without the wording of its reasons);
+- a node without any lower-priority pod has no victims (checked before anything is copied).
 """
 
 from __future__ import annotations
@@ -57,19 +58,17 @@ def hopeless_check(runner: Any, state: CycleState, pod: Pod) -> Callable[[NodeIn
     priority = pod.priority
 
     def hopeless(info: NodeInfo) -> bool:
-        cpu = memory = storage = lower = 0
-        for other in info.pods.values():
-            if other.priority < priority:
-                r = other.requests
-                cpu += r.milli_cpu
-                memory += r.memory
-                storage += r.ephemeral_storage
-                lower += 1
+        lower = [other.requests for other in info.pods.values() if other.priority < priority]
         if not lower:
-            return True  # nothing to evict
+            return True  # nothing to evict (the common case on nodes of important pods: kept cheap)
         alloc, used = info.node.allocatable, info.requested
-        if len(info.pods) - lower + 1 > alloc.allowed_pod_number:
+        if len(info.pods) - len(lower) + 1 > alloc.allowed_pod_number:
             return True
+        cpu = memory = storage = 0
+        for r in lower:
+            cpu += r.milli_cpu
+            memory += r.memory
+            storage += r.ephemeral_storage
         # NodeResourcesFit checks a resource only when the pod asks for some of it
         room = (
             (want.milli_cpu, alloc.milli_cpu - used.milli_cpu + cpu),
@@ -81,8 +80,13 @@ def hopeless_check(runner: Any, state: CycleState, pod: Pod) -> Callable[[NodeIn
     return hopeless
 
 
-def fit_only_refilter(runner: Any, state: CycleState) -> Fit | None:
-    """NodeResourcesFit, when it is the only active filter whose verdict depends on the pods."""
+def fit_only_refilter(runner: Any, state: CycleState, pod: Pod) -> Callable[[NodeInfo], bool] | None:
+    """NodeResourcesFit's verdict on a node as a plain yes/no, when Fit is the only active filter
+    whose verdict depends on the pods (None otherwise).
+
+    It is Fit's own test (``insufficient`` finding no reason) without building the reasons: the
+    dry run's re-checks only ask whether the pod still fits.
+    """
     plugins = getattr(runner, "filter_plugins", None)
     if plugins is None:
         return None
@@ -92,7 +96,31 @@ def fit_only_refilter(runner: Any, state: CycleState) -> Fit | None:
             fit = plugin
         elif not isinstance(plugin, _NODE_ONLY):
             return None
-    return fit
+    if fit is None:
+        return None
+    request = fit._request(state, pod)
+    want = request.requests
+    checked = [
+        (attr, amount)
+        for attr, amount in (
+            ("milli_cpu", want.milli_cpu),
+            ("memory", want.memory),
+            ("ephemeral_storage", want.ephemeral_storage),
+        )
+        if amount > 0
+    ]
+    scalars = request.scalars
+
+    def fits(info: NodeInfo) -> bool:
+        alloc, used = info.node.allocatable, info.requested
+        if len(info.pods) + 1 > alloc.allowed_pod_number:
+            return False
+        for attr, amount in checked:
+            if amount > getattr(alloc, attr) - getattr(used, attr):
+                return False
+        return all(amount <= alloc.scalar.get(name, 0) - used.scalar.get(name, 0) for name, amount in scalars)
+
+    return fits
 
 
 def respects_nominated(pod: Pod, nominated: Sequence[Pod]) -> bool:

@@ -55,7 +55,7 @@ def select_victims(
     info: NodeInfo,
     budgets: Sequence[Budget],
     extensions: bool = True,
-    refilter: Callable[[CycleState, Pod, NodeInfo], Status | None] | None = None,
+    fits: Callable[[NodeInfo], bool] | None = None,
 ) -> tuple[Victims | None, Status | None]:
     """The fewest, least important lower-priority pods whose removal lets ``pod`` fit on ``info``.
 
@@ -63,7 +63,7 @@ def select_victims(
     False (the caller knows no PreFilter extension is active, so none is called). All
     lower-priority pods are removed first; if the pod fits then, they are added back one at a
     time (PDB-protected ones first, most important first) and kept whenever the pod still fits,
-    as ``refilter`` tells when given (a cheaper check the caller knows to agree with the filters
+    as ``fits`` tells when given (a cheaper check the caller knows to agree with the filters
     once they passed on this node) or else the filters.
     """
     potential = [p for p in info.pods.values() if p.priority < pod.priority]
@@ -93,12 +93,15 @@ def select_victims(
     violating, non_violating = split_by_violation(potential, budgets)
     victims: list[Pod] = []
 
-    check = refilter or runner.run_filters_with_nominated_pods
+    def still_fits() -> bool:
+        if fits is not None:
+            return fits(info)
+        return runner.run_filters_with_nominated_pods(state, pod, info) is None
 
     def reprieve(candidate: Pod) -> tuple[bool, Status | None]:
         if (status := add(candidate)) is not None:
             return False, status
-        if check(state, pod, info) is None:
+        if still_fits():
             return True, None
         victims.append(candidate)
         return False, remove(candidate)
