@@ -91,10 +91,12 @@ class Rejections:
 
     def to_diagnosis(self, table: NodeTable) -> Diagnosis:
         diagnosis = Diagnosis()
+        infos, statuses = table.infos, self.statuses
+        node_to_status = diagnosis.node_to_status
         for slots, ids in zip(self.slots, self.status_ids, strict=True):
+            # runs for every unschedulable pod over every node: plain loops, no per-item calls
             for slot, status_id in zip(slots.tolist(), ids.tolist(), strict=True):
-                status = self.statuses[status_id]
-                diagnosis.node_to_status[table.info(slot).name] = status
+                node_to_status[infos[slot].node.name] = statuses[status_id]  # type: ignore[union-attr]
         for status in self.statuses:
             if status.code == Code.PENDING:
                 diagnosis.pending_plugins.add(status.plugin)
