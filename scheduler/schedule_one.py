@@ -151,6 +151,7 @@ class Scheduler:
 
         start = time.perf_counter()
         state = CycleState()
+        state.record_plugin_metrics = self.metrics is not None and self.metrics.should_sample_plugins()
         cycle = self.queue.scheduling_cycle()
         try:
             result = self._schedule_pod(fwk, state, pod)

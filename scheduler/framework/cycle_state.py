@@ -13,12 +13,14 @@ class CycleState:
     others are shallow-copied so a dry run never mutates the real cycle's data.
     """
 
-    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins")
+    __slots__ = ("_data", "record_plugin_metrics", "skip_filter_plugins", "skip_score_plugins")
 
     def __init__(self) -> None:
         self._data: dict[str, Any] = {}
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
+        # set for the sampled cycles whose per-plugin latencies are recorded
+        self.record_plugin_metrics = False
 
     def read(self, key: str) -> Any:
         """The value under ``key``; KeyError when a plugin reads what was never written."""

@@ -7,11 +7,14 @@ node by node (lazily, so the search can stop as soon as enough feasible nodes ar
 
 from __future__ import annotations
 
+import functools
+import inspect
 import logging
 import random
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from time import perf_counter
 from typing import Any
 
 import numpy as np
@@ -148,6 +151,62 @@ def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> in
     return max(num_all_nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
 
 
+_STATUS_LABELS = {
+    Code.SUCCESS: "Success",
+    Code.ERROR: "Error",
+    Code.UNSCHEDULABLE: "Unschedulable",
+    Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable",
+    Code.WAIT: "Wait",
+    Code.SKIP: "Skip",
+    Code.PENDING: "Pending",
+}
+
+
+def status_label(status: Any) -> str:
+    """The ``status`` label of upstream's framework metrics (anything but a Status is a success)."""
+    return _STATUS_LABELS[status.code] if isinstance(status, Status) else "Success"
+
+
+def _extension_point(name: str, status_of: Callable[[Any], Status | None] = lambda result: result) -> Any:
+    """Time a runner as scheduler_framework_extension_point_duration_seconds{extension_point=name}
+    when the framework has metrics; an exception is recorded as ``Error``."""
+
+    def decorate(method: Any) -> Any:
+        if inspect.iscoroutinefunction(method):
+
+            @functools.wraps(method)
+            async def timed_async(self: Framework, *args: Any, **kwargs: Any) -> Any:
+                if self.metrics is None:
+                    return await method(self, *args, **kwargs)
+                start, label = perf_counter(), "Error"
+                try:
+                    result = await method(self, *args, **kwargs)
+                    label = status_label(status_of(result))
+                    return result
+                finally:
+                    self.metrics.observe_extension_point(
+                        name, label, self.profile_name, perf_counter() - start
+                    )
+
+            return timed_async
+
+        @functools.wraps(method)
+        def timed(self: Framework, *args: Any, **kwargs: Any) -> Any:
+            if self.metrics is None:
+                return method(self, *args, **kwargs)
+            start, label = perf_counter(), "Error"
+            try:
+                result = method(self, *args, **kwargs)
+                label = status_label(status_of(result))
+                return result
+            finally:
+                self.metrics.observe_extension_point(name, label, self.profile_name, perf_counter() - start)
+
+        return timed
+
+    return decorate
+
+
 class Framework:
     """The plugins of one profile, ready to run."""
 
@@ -162,6 +221,8 @@ class Framework:
     ) -> None:
         self.profile_name = profile.scheduler_name
         self.handle = handle
+        # SchedulerMetrics from the handle, or None (tests, tools): extension points are timed then
+        self.metrics = getattr(handle, "metrics", None)
         self._rng = rng or random.Random()
         self.percentage_of_nodes_to_score = (
             profile.percentage_of_nodes_to_score
@@ -237,6 +298,7 @@ class Framework:
 
     # ------------------------------------------------------------------ filter
 
+    @_extension_point("PreFilter", status_of=lambda result: result[1])
     def run_pre_filter(
         self, state: CycleState, pod: Pod, snapshot: NodeLister
     ) -> tuple[PreFilterResult | None, Status | None, set[str]]:
@@ -245,8 +307,10 @@ class Framework:
         rejecting: set[str] = set()
         narrowing: list[str] = []
         for plugin in self.pre_filter_plugins:
+            start = perf_counter()
             try:
                 plugin_result, status = plugin.pre_filter(state, pod, snapshot)
+                self._observe_plugin(state, plugin, "PreFilter", status, start)
             except Exception as exc:  # a plugin bug must not kill the loop
                 log.exception("PreFilter plugin %s failed for pod %s", plugin.name, pod.key)
                 return None, Status.from_error(exc, plugin.name), set()
@@ -275,6 +339,7 @@ class Framework:
             return None, rejected, rejecting
         return result, None, set(narrowing)
 
+    @_extension_point("Filter", status_of=lambda result: None)
     def find_feasible(
         self,
         state: CycleState,
@@ -449,6 +514,7 @@ class Framework:
                 return Status.from_error(error, plugin.name)
         return None
 
+    @_extension_point("PostFilter", status_of=lambda result: result[1])
     def run_post_filter(
         self, state: CycleState, pod: Pod, diagnosis: Diagnosis
     ) -> tuple[PostFilterResult | None, Status | None]:
@@ -483,18 +549,38 @@ class Framework:
     def run_scoring(self, state: CycleState, pod: Pod, table: NodeTable, slots: np.ndarray) -> np.ndarray:
         """Weighted total scores of ``slots`` (PreScore, Score, NormalizeScore, weights)."""
         infos = _NodeInfoList(table, slots)
+        self.run_pre_score(state, pod, infos)
+        return self.run_score(state, pod, table, slots, infos)
+
+    @_extension_point("PreScore")
+    def run_pre_score(self, state: CycleState, pod: Pod, infos: Sequence[NodeInfo]) -> None:
         plugin: Any = None
         try:
             for plugin in self.pre_score_plugins:
+                start = perf_counter()
                 status = plugin.pre_score(state, pod, infos)
+                self._observe_plugin(state, plugin, "PreScore", status, start)
                 if status is not None and status.is_skip:
                     state.skip_score_plugins.add(plugin.name)
                 elif status is not None and not status.is_success:
                     raise CycleError(status.with_plugin(plugin.name))
-            active = [(p, w) for p, w in self.score_plugins if p.name not in state.skip_score_plugins]
-            # one row per plugin, checked and weighted at once
-            scores = np.empty((len(active), len(slots)), dtype=np.int64)
+        except CycleError:
+            raise
+        except Exception as exc:
+            log.exception("PreScore plugin %s failed for pod %s", plugin.name, pod.key)
+            raise CycleError(Status.from_error(exc, plugin.name)) from exc
+
+    @_extension_point("Score", status_of=lambda result: None)
+    def run_score(
+        self, state: CycleState, pod: Pod, table: NodeTable, slots: np.ndarray, infos: Sequence[NodeInfo]
+    ) -> np.ndarray:
+        plugin: Any = None
+        active = [(p, w) for p, w in self.score_plugins if p.name not in state.skip_score_plugins]
+        # one row per plugin, checked and weighted at once
+        scores = np.empty((len(active), len(slots)), dtype=np.int64)
+        try:
             for row, (plugin, _) in enumerate(active):
+                start = perf_counter()
                 score_nodes = getattr(plugin, "score_nodes", None)
                 if score_nodes is not None:
                     scores[row] = score_nodes(state, pod, table, slots)
@@ -505,10 +591,9 @@ class Framework:
                 normalize = getattr(plugin, "normalize_scores", None)
                 if normalize is not None:
                     normalize(state, pod, scores[row])
-        except CycleError:
-            raise
+                self._observe_plugin(state, plugin, "Score", None, start)
         except Exception as exc:
-            log.exception("plugin %s failed scoring pod %s", plugin.name, pod.key)
+            log.exception("Score plugin %s failed for pod %s", plugin.name, pod.key)
             raise CycleError(Status.from_error(exc, plugin.name)) from exc
         if scores.size and (scores.min() < MIN_NODE_SCORE or scores.max() > MAX_NODE_SCORE):
             bad_row = int(
@@ -529,6 +614,13 @@ class Framework:
         weights = np.fromiter((w for _, w in active), dtype=np.int64, count=len(active))
         return weights @ scores if len(active) else np.zeros(len(slots), dtype=np.int64)
 
+    def _observe_plugin(
+        self, state: CycleState, plugin: Any, point: str, status: Status | None, start: float
+    ) -> None:
+        """Per-plugin latency, in the sampled cycles only (upstream's pluginMetricsSamplePercent)."""
+        if state.record_plugin_metrics and self.metrics is not None:
+            self.metrics.observe_plugin(plugin.name, point, status_label(status), perf_counter() - start)
+
     def select_host(self, totals: np.ndarray) -> int:
         """Index of the highest total; ties are broken uniformly at random, as upstream does."""
         best = np.flatnonzero(totals == totals.max())
@@ -536,11 +628,13 @@ class Framework:
 
     # ------------------------------------------------------------------ reserve / permit / bind
 
+    @_extension_point("Reserve")
     def run_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         return _first_rejection(
             "Reserve", pod, self.reserve_plugins, lambda p: p.reserve(state, pod, node_name)
         )
 
+    @_extension_point("Unreserve", status_of=lambda result: None)
     def run_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
         for plugin in reversed(self.reserve_plugins):
             try:
@@ -548,6 +642,7 @@ class Framework:
             except Exception:
                 log.exception("Unreserve of plugin %s failed for pod %s", plugin.name, pod.key)
 
+    @_extension_point("Permit")
     def run_permit(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         """Success, a rejection, or WAIT (then the pod is registered in ``waiting_pods``)."""
         timeouts: dict[str, float] = {}
@@ -577,6 +672,7 @@ class Framework:
         finally:
             self.waiting_pods.pop(pod.uid, None)
 
+    @_extension_point("PreBind")
     async def run_pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         for plugin in self.pre_bind_plugins:
             try:
@@ -588,6 +684,7 @@ class Framework:
                 return status.with_plugin(plugin.name)
         return None
 
+    @_extension_point("Bind")
     async def run_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         for plugin in self.bind_plugins:
             try:
@@ -602,6 +699,7 @@ class Framework:
             return None
         return Status.from_error(RuntimeError("no bind plugin bound the pod"), "")
 
+    @_extension_point("PostBind", status_of=lambda result: None)
     def run_post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
         for plugin in self.post_bind_plugins:
             try:

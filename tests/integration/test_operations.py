@@ -141,6 +141,9 @@ async def test_readyz_waits_for_the_informers_and_metrics_move(sim, tmp_path):
         key = ("scheduler_schedule_attempts_total", (("profile", "pyscheduler"), ("result", "scheduled")))
         assert samples[key] == 1
         assert samples[("scheduler_pending_pods", (("queue", "active"),))] == 0
+        for point in ("PreFilter", "Filter", "Reserve", "Permit", "PreBind", "Bind", "PostBind"):
+            labels = (("extension_point", point), ("profile", "pyscheduler"), ("status", "Success"))
+            assert samples[("scheduler_framework_extension_point_duration_seconds_count", labels)] == 1, point
     finally:
         app.shutting_down.set()
         with contextlib.suppress(asyncio.CancelledError):
