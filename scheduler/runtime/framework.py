@@ -393,8 +393,10 @@ class Framework:
             for plugin in batch_plugins:
                 if alive.size == 0:
                     break
+                started = perf_counter()
                 with _plugin_errors(plugin, "Filter", pod):
                     verdict = plugin.filter_nodes(state, pod, table, alive)
+                self._observe_plugin(state, plugin, "Filter", None, started)
                 if verdict is None or not verdict.rejected.any():
                     continue
                 rejected = verdict.rejected
@@ -630,9 +632,13 @@ class Framework:
 
     @_extension_point("Reserve")
     def run_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
-        return _first_rejection(
-            "Reserve", pod, self.reserve_plugins, lambda p: p.reserve(state, pod, node_name)
-        )
+        def reserve(plugin: Any) -> Status | None:
+            started = perf_counter()
+            status = plugin.reserve(state, pod, node_name)
+            self._observe_plugin(state, plugin, "Reserve", status, started)
+            return status
+
+        return _first_rejection("Reserve", pod, self.reserve_plugins, reserve)
 
     @_extension_point("Unreserve", status_of=lambda result: None)
     def run_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
@@ -647,8 +653,10 @@ class Framework:
         """Success, a rejection, or WAIT (then the pod is registered in ``waiting_pods``)."""
         timeouts: dict[str, float] = {}
         for plugin in self.permit_plugins:
+            started = perf_counter()
             try:
                 status, timeout = plugin.permit(state, pod, node_name)
+                self._observe_plugin(state, plugin, "Permit", status, started)
             except Exception as exc:
                 log.exception("Permit plugin %s failed for pod %s", plugin.name, pod.key)
                 return Status.from_error(exc, plugin.name)
@@ -675,8 +683,10 @@ class Framework:
     @_extension_point("PreBind")
     async def run_pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         for plugin in self.pre_bind_plugins:
+            started = perf_counter()
             try:
                 status = await plugin.pre_bind(state, pod, node_name)
+                self._observe_plugin(state, plugin, "PreBind", status, started)
             except Exception as exc:
                 log.exception("PreBind plugin %s failed for pod %s", plugin.name, pod.key)
                 return Status.from_error(exc, plugin.name)
@@ -687,8 +697,10 @@ class Framework:
     @_extension_point("Bind")
     async def run_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         for plugin in self.bind_plugins:
+            started = perf_counter()
             try:
                 status = await plugin.bind(state, pod, node_name)
+                self._observe_plugin(state, plugin, "Bind", status, started)
             except Exception as exc:
                 log.exception("Bind plugin %s failed for pod %s", plugin.name, pod.key)
                 return Status.from_error(exc, plugin.name)

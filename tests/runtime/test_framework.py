@@ -315,3 +315,31 @@ def test_a_plugin_that_raises_ends_the_cycle_with_an_error_status_naming_it(poin
             fwk.run_scoring(CycleState(), POD, snapshot.table, snapshot.order)
     assert caught.value.status.plugin == "Exploding"
     assert caught.value.status.code == Code.ERROR
+
+
+class _Metrics:
+    def __init__(self):
+        self.points: list[tuple[str, str, str]] = []
+        self.plugins: list[tuple[str, str, str]] = []
+
+    def observe_extension_point(self, point, status, profile, duration):
+        self.points.append((point, status, profile))
+
+    def observe_plugin(self, plugin, point, status, duration):
+        self.plugins.append((plugin, point, status))
+
+
+def test_extension_points_are_timed_and_plugins_only_in_sampled_cycles():
+    metrics = _Metrics()
+    handle = type("Handle", (), {"metrics": metrics})()
+    plugins = [PluginRef("Sort"), PluginRef("Binder"), PluginRef("EvenSlotsOnly"), PluginRef("SlotScore")]
+    fwk = Framework(profile(plugins), REGISTRY, handle)
+    snapshot = Snapshot(make_table(4))
+    fwk.find_feasible(CycleState(), POD, snapshot, snapshot.order)
+    assert metrics.points == [("Filter", "Success", "test")]
+    assert metrics.plugins == []
+    sampled = CycleState()
+    sampled.record_plugin_metrics = True
+    fwk.run_scoring(sampled, POD, snapshot.table, np.array([0, 2]))
+    assert metrics.points[1:] == [("PreScore", "Success", "test"), ("Score", "Success", "test")]
+    assert metrics.plugins == [("SlotScore", "Score", "Success")]
