@@ -21,7 +21,7 @@ from volume_builders import (
     volume_pod,
 )
 
-from scheduler.framework import ApiResponse, Code, CycleState, QueueingHint, Status
+from scheduler.framework import ApiResponse, Code, CycleState, PreFilterResult, QueueingHint, Status
 from scheduler.plugins.volumebinding import VolumeBinding
 from scheduler.plugins.volumebinding.binder import (
     ERR_REASON_BIND_CONFLICT,
@@ -250,6 +250,139 @@ def test_filter_checks_each_node_against_the_pods_claims(objects, claims, expect
     assert status is None
     assert reasons(by_node) == expected
     assert all(s is None or s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE for s in by_node.values())
+
+
+def with_spec(obj: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    """``obj`` with extra spec fields (builders do not know every field)."""
+    return {**obj, "spec": {**obj["spec"], **fields}}
+
+
+def pinned(*terms: list[tuple[str, str, tuple[str, ...]]]) -> dict[str, Any]:
+    """A PV nodeAffinity from terms of ``(key, operator, values)`` expressions."""
+    return {
+        "required": {
+            "nodeSelectorTerms": [
+                {"matchExpressions": [{"key": k, "operator": op, "values": list(v)} for k, op, v in term]}
+                for term in terms
+            ]
+        }
+    }
+
+
+def bound_pv(name: str, node_affinity: dict[str, Any]) -> dict[str, Any]:
+    return pv(name, node_affinity=node_affinity, claim=("default", f"claim-{name}"))
+
+
+def bound_claim(name: str) -> dict[str, Any]:
+    return pvc(f"claim-{name}", volume_name=name, bound=True)
+
+
+ON_A = pinned([(HOSTNAME, "In", ("node-a",))])
+ON_B = pinned([(HOSTNAME, "In", ("node-b",))])
+ON_A_OR_B = pinned([(HOSTNAME, "In", ("node-a", "node-b"))])
+
+
+@pytest.mark.parametrize(
+    ("volumes", "claims", "expected"),
+    [
+        ({"one": ON_A}, ("one",), frozenset({"node-a"})),
+        ({"one": affinity(ZONE, "b")}, ("one",), None),
+        ({"one": ON_A_OR_B, "two": ON_B}, ("one", "two"), frozenset({"node-b"})),
+        ({"one": ON_A, "two": ON_B}, ("one", "two"), frozenset()),
+        ({"one": ON_A, "two": affinity(ZONE, "a")}, ("one", "two"), frozenset({"node-a"})),
+        ({"one": ON_A}, ("one", "gone"), None),
+        (
+            {"one": pinned([(HOSTNAME, "In", ("node-a",))], [(HOSTNAME, "In", ("node-c",))])},
+            ("one",),
+            frozenset({"node-a", "node-c"}),
+        ),
+        (
+            {"one": pinned([(HOSTNAME, "In", ("node-a", "node-b")), (HOSTNAME, "In", ("node-b", "node-c"))])},
+            ("one",),
+            frozenset({"node-b"}),
+        ),
+        ({"one": pinned([(HOSTNAME, "NotIn", ("node-a",))])}, ("one",), None),
+        (
+            {"one": pinned([(HOSTNAME, "In", ("node-a",))], [(ZONE, "In", ("b",))])},
+            ("one",),
+            frozenset({"node-a"}),
+        ),
+    ],
+    ids=[
+        "a bound local volume narrows the nodes to its host",
+        "a volume pinned by zone, not by host, does not narrow",
+        "the hosts of several local volumes intersect",
+        "local volumes on different hosts leave no node at all",
+        "a zonal volume next to a local one leaves the local one's host",
+        "a bound volume that no longer exists gives up narrowing",
+        "hostname terms of one volume unite",
+        "hostname expressions within one term intersect",
+        "a NotIn hostname expression does not narrow",
+        "a term without a hostname expression adds no node, as upstream",
+    ],
+)
+def test_pre_filter_narrows_to_the_hosts_of_bound_local_volumes(volumes, claims, expected):
+    plugin, handle = make_plugin(
+        {
+            "persistentvolumeclaims": [bound_claim(name) for name in claims],
+            "persistentvolumes": [bound_pv(name, aff) for name, aff in volumes.items()],
+        }
+    )
+    result, status = plugin.pre_filter(
+        CycleState(), volume_pod("p", *(f"claim-{n}" for n in claims)), handle.snapshot
+    )
+    assert status is None
+    assert result == (None if expected is None else PreFilterResult(expected))
+
+
+def test_pre_filter_does_not_narrow_for_claims_still_to_be_bound():
+    objects = {
+        "persistentvolumeclaims": [pvc("data")],
+        "persistentvolumes": [pv("pv-b", node_affinity=ON_B)],
+    }
+    plugin, handle = make_plugin(objects)
+    result, status = plugin.pre_filter(CycleState(), volume_pod("p", "data"), handle.snapshot)
+    assert (result, status) == (None, None)
+
+
+GOLD = {"volumeAttributesClassName": "gold"}
+SILVER = {"volumeAttributesClassName": "silver"}
+
+
+@pytest.mark.parametrize(
+    ("claim_fields", "volume_fields", "prebound", "matches"),
+    [
+        ({}, {}, False, True),
+        (GOLD, GOLD, False, True),
+        (GOLD, {}, False, False),
+        ({}, GOLD, False, False),
+        (GOLD, SILVER, False, False),
+        ({"volumeAttributesClassName": ""}, {}, False, True),
+        (GOLD, GOLD, True, True),
+        (GOLD, SILVER, True, False),
+    ],
+    ids=[
+        "neither side naming an attributes class matches",
+        "the same attributes class matches",
+        "a claim asking for a class does not take a volume without one",
+        "a claim without a class does not take a volume with one",
+        "different attributes classes do not match",
+        "an empty class name is the same as none",
+        "a volume pre-bound to the claim matches with the same class",
+        "even a volume pre-bound to the claim is refused with another class",
+    ],
+)
+def test_a_volume_matches_only_a_claim_of_the_same_attributes_class(
+    claim_fields, volume_fields, prebound, matches
+):
+    volume = pv("pv-b", node_affinity=ON_B, claim=("default", "data") if prebound else None)
+    objects = {
+        "persistentvolumeclaims": [with_spec(pvc("data"), **claim_fields)],
+        "persistentvolumes": [with_spec(volume, **volume_fields)],
+    }
+    plugin, handle = make_plugin(objects)
+    _, by_node = run_filters(plugin, handle, volume_pod("p", "data"))
+    assert reasons(by_node)["node-b"] == (() if matches else NO_PV)
 
 
 def test_the_smallest_volume_that_fits_is_chosen():

@@ -28,6 +28,7 @@ from scheduler.plugins.volumebinding.storage import (
     is_bound_to_claim,
     is_fully_bound,
     key_of,
+    local_volume_node_names,
     meta,
     name_of,
     node_affinity_matches,
@@ -177,6 +178,22 @@ class VolumeBinder:
         self.poll_interval = poll_interval
 
     # ------------------------------------------------------------------ filter
+
+    def eligible_nodes(self, bound: list[Obj]) -> frozenset[str] | None:
+        """Upstream's GetEligibleNodes: the nodes every bound local PV allows, None for "all".
+
+        Only PVs pinned by hostname narrow the set, and they intersect (two PVs on two
+        different nodes leave nothing). A missing PV gives up narrowing: Filter reports it.
+        """
+        eligible: frozenset[str] | None = None
+        for pvc in bound:
+            pv = self.pv_cache.get(str(spec(pvc).get("volumeName")))
+            if pv is None:
+                return None
+            names = local_volume_node_names(pv)
+            if names:
+                eligible = names if eligible is None else eligible & names
+        return eligible
 
     def find_pod_volumes(self, claims: PodVolumeClaims, node: Node) -> NodeVerdict:
         volumes = PodVolumes()

@@ -151,7 +151,8 @@ class VolumeBinding:
         if sorted_claims.immediate:
             return None, Status.unresolvable(ERR_UNBOUND_IMMEDIATE)
         state.write(_STATE_KEY, _State(sorted_claims))
-        return None, None
+        eligible = self.binder.eligible_nodes(sorted_claims.bound)
+        return (None if eligible is None else PreFilterResult(eligible)), None
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         data: _State | None = state.get(_STATE_KEY)

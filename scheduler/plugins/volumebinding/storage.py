@@ -20,6 +20,7 @@ ANN_BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
 NOT_SUPPORTED_PROVISIONER = "kubernetes.io/no-provisioner"
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
 READ_WRITE_ONCE_POD = "ReadWriteOncePod"
+LABEL_HOSTNAME = "kubernetes.io/hostname"
 
 
 def meta(obj: Obj) -> Mapping[str, Any]:
@@ -116,6 +117,25 @@ def node_affinity_matches(pv: Obj, node_labels: Mapping[str, str], node_name: st
         return False
 
 
+def local_volume_node_names(pv: Obj) -> frozenset[str]:
+    """Hostnames a PV's required affinity pins it to through ``kubernetes.io/hostname In``.
+
+    As upstream's GetLocalPersistentVolumeNodeNames: within a term such expressions intersect,
+    across terms they unite, and a term without one adds nothing (it does not widen the set).
+    """
+    required = (spec(pv).get("nodeAffinity") or {}).get("required") or {}
+    result: set[str] = set()
+    for term in required.get("nodeSelectorTerms") or ():
+        nodes: set[str] | None = None
+        for expr in (term or {}).get("matchExpressions") or ():
+            if expr.get("key") != LABEL_HOSTNAME or expr.get("operator") != "In":
+                continue
+            values = set(expr.get("values") or ())
+            nodes = values if nodes is None else nodes & values
+        result |= nodes or set()
+    return frozenset(result)
+
+
 def topology_terms_match(terms: Iterable[Obj] | None, node_labels: Mapping[str, str]) -> bool:
     """A StorageClass's allowedTopologies: no terms allow every node; terms are ORed."""
     terms = list(terms or ())
@@ -162,6 +182,7 @@ def find_matching_volume(
     wanted_class = claim_class(pvc)
     wanted_modes = set(access_modes(pvc))
     wanted_mode = spec(pvc).get("volumeMode") or "Filesystem"
+    wanted_attributes_class = spec(pvc).get("volumeAttributesClassName") or ""
     try:
         selector = LabelSelector.parse(spec(pvc).get("selector"))
     except SelectorError:
@@ -176,6 +197,10 @@ def find_matching_volume(
             continue
         size = volume_capacity(pv)
         if size < wanted or (spec(pv).get("volumeMode") or "Filesystem") != wanted_mode:
+            continue
+        # VolumeAttributesClass is GA: an unset class only matches an unset class, and a
+        # mismatch rules out even a volume pre-bound to this very claim.
+        if (spec(pv).get("volumeAttributesClassName") or "") != wanted_attributes_class:
             continue
         if meta(pv).get("deletionTimestamp"):
             continue
