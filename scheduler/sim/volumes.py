@@ -265,7 +265,8 @@ def _size(value: Any) -> int:
 
 
 def find_matching_volume(pvc: Obj, volumes: list[Obj]) -> Obj | None:
-    """The smallest Available volume of the claim's class with room and the access modes it asks."""
+    """The smallest Available volume of the claim's class (and volume attributes class) with room and
+    the access modes it asks."""
     wanted = _size(((pvc["spec"].get("resources") or {}).get("requests") or {}).get("storage"))
     modes = set(pvc["spec"].get("accessModes") or ())
     try:
@@ -279,6 +280,8 @@ def find_matching_volume(pvc: Obj, volumes: list[Obj]) -> Obj | None:
             pv["spec"].get("claimRef")
             or (pv.get("status") or {}).get("phase") != "Available"
             or claim_class(pv) != claim_class(pvc)
+            or (pv["spec"].get("volumeAttributesClassName") or "")
+            != (pvc["spec"].get("volumeAttributesClassName") or "")
             or size < wanted
             or not modes <= set(pv["spec"].get("accessModes") or ())
             or (selector is not None and not selector.matches(pv["metadata"].get("labels") or {}))

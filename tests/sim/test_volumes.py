@@ -170,3 +170,17 @@ async def test_a_storage_class_gets_the_api_servers_defaults(sim):
     )
     assert stored["volumeBindingMode"] == "Immediate"
     assert stored["reclaimPolicy"] == "Delete"
+
+
+async def test_an_immediate_claim_only_takes_a_volume_of_its_attributes_class(cluster: SimCluster):
+    await cluster.create("storageclasses", storage_class("fast", "Immediate"))
+    await cluster.create(
+        "persistentvolumes", pv("silver", "8Gi", cls="fast", volumeAttributesClassName="silver")
+    )
+    await cluster.create(
+        "persistentvolumes", pv("gold", "20Gi", cls="fast", volumeAttributesClassName="gold")
+    )
+    gold_claim = pvc("data", cls="fast")
+    gold_claim["spec"]["volumeAttributesClassName"] = "gold"
+    await cluster.create("persistentvolumeclaims", gold_claim)
+    assert await eventually(lambda: bound_to(cluster, "data")) == "gold"
