@@ -117,6 +117,7 @@ class Scheduler:
         except Exception:
             # Never let one pod take the loop down; the pod is retried.
             log.exception("unexpected error scheduling pod %s", info.pod.key)
+            info.consecutive_errors += 1  # an error, not a rejection: backoff follows the errors
             self.queue.add_unschedulable(info, self.queue.scheduling_cycle())
         finally:
             # The slot now belongs to the binding task, or is free again.
