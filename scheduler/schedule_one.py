@@ -410,31 +410,21 @@ class Scheduler:
 
     def _observe_algorithm(self, start: float) -> None:
         if self.metrics is not None:
-            self.metrics.scheduling_algorithm_duration.observe(time.perf_counter() - start)
+            self.metrics.observe_algorithm(time.perf_counter() - start)
 
     def _observe_scheduled(self, fwk: Framework, info: QueuedPodInfo, start: float) -> None:
         if self.metrics is None:
             return
-        m = self.metrics
-        m.schedule_attempts.labels(result="scheduled", profile=fwk.profile_name).inc()
-        m.scheduling_attempt_duration.labels(result="scheduled", profile=fwk.profile_name).observe(
-            time.perf_counter() - start
-        )
-        m.pod_scheduling_attempts.observe(info.attempts)
+        self.metrics.observe_attempt("scheduled", fwk.profile_name, time.perf_counter() - start)
+        sli = None
         if info.initial_attempt_timestamp is not None:
-            attempts = "15+" if info.attempts >= 15 else str(info.attempts)
-            m.pod_scheduling_sli_duration.labels(attempts=attempts).observe(
-                max(0.0, self.queue.now() - info.initial_attempt_timestamp)
-            )
+            sli = max(0.0, self.queue.now() - info.initial_attempt_timestamp)
+        self.metrics.observe_pod_scheduled(info.attempts, sli)
 
     def _observe_failure(self, fwk: Framework, reason: str, start: float) -> None:
-        if self.metrics is None:
-            return
-        result = "unschedulable" if reason == POD_REASON_UNSCHEDULABLE else "error"
-        self.metrics.schedule_attempts.labels(result=result, profile=fwk.profile_name).inc()
-        self.metrics.scheduling_attempt_duration.labels(result=result, profile=fwk.profile_name).observe(
-            time.perf_counter() - start
-        )
+        if self.metrics is not None:
+            result = "unschedulable" if reason == POD_REASON_UNSCHEDULABLE else "error"
+            self.metrics.observe_attempt(result, fwk.profile_name, time.perf_counter() - start)
 
 
 def _condition_unchanged(pod: Pod, condition: Mapping[str, Any]) -> bool:

@@ -276,9 +276,5 @@ class Cache:
             self._changed_nodes.add(info.name)
 
     def _report(self) -> None:
-        if self._metrics is None:
-            return
-        gauge = self._metrics.cache_size
-        gauge.labels(type="nodes").set(len(self._tree))
-        gauge.labels(type="pods").set(len(self._pods))
-        gauge.labels(type="assumed_pods").set(len(self._assumed))
+        if self._metrics is not None:
+            self._metrics.set_cache_size(len(self._tree), len(self._pods), len(self._assumed))

@@ -569,11 +569,8 @@ class SchedulingQueue:
 
     def _incoming(self, queue: str, event: str) -> None:
         if self._metrics is not None:
-            self._metrics.queue_incoming_pods.labels(queue=queue, event=event).inc()
+            self._metrics.incoming_pod(queue, event)
 
     def _report(self) -> None:
-        if self._metrics is None:
-            return
-        gauge = self._metrics.pending_pods
-        for queue, count in self.pending().items():
-            gauge.labels(queue=queue).set(count)
+        if self._metrics is not None:
+            self._metrics.set_pending(**self.pending())

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import random
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from cache_objects import make_node, make_pod, on
-from prometheus_client import CollectorRegistry, Gauge
 
 from scheduler.api import Node, Pod, Resource
 from scheduler.cache import Cache, CacheError
 from scheduler.framework import NodeInfo, NodeTable
+from scheduler.metrics import SchedulerMetrics
 
 
 class FakeClock:
@@ -353,10 +352,8 @@ def test_random_event_sequences_keep_the_cache_equal_to_a_model():
 
 
 def test_cache_size_gauges_follow_the_contents():
-    registry = CollectorRegistry()
-    metrics = SimpleNamespace(
-        cache_size=Gauge("cache_size", "", ["type"], namespace="scheduler", registry=registry)
-    )
+    metrics = SchedulerMetrics()
+    registry = metrics.registry
     cache = Cache(metrics=metrics)
     cache.add_node(make_node("n1"))
     cache.add_pod(on(make_pod("a"), "n1"))

@@ -5,10 +5,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from types import SimpleNamespace
 
 import pytest
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry
 
 from scheduler.api import Pod
 from scheduler.framework import (
@@ -20,6 +19,7 @@ from scheduler.framework import (
     Status,
 )
 from scheduler.framework.interface import NODE, PERSISTENT_VOLUME, POD, WILDCARD
+from scheduler.metrics import SchedulerMetrics
 from scheduler.queue import SchedulingQueue, backoff_duration
 
 START = 1000.0
@@ -496,21 +496,9 @@ async def test_an_update_keeps_the_schedulers_own_nomination():
 # ---------------------------------------------------------------------------- metrics
 
 
-def make_metrics() -> tuple[SimpleNamespace, CollectorRegistry]:
-    registry = CollectorRegistry()
-    ns = "scheduler"
-    return (
-        SimpleNamespace(
-            pending_pods=Gauge("pending_pods", "", ["queue"], namespace=ns, registry=registry),
-            queue_incoming_pods=Counter(
-                "queue_incoming_pods", "", ["queue", "event"], namespace=ns, registry=registry
-            ),
-            unschedulable_pods=Gauge(
-                "unschedulable_pods", "", ["plugin", "profile"], namespace=ns, registry=registry
-            ),
-        ),
-        registry,
-    )
+def make_metrics() -> tuple[SchedulerMetrics, CollectorRegistry]:
+    metrics = SchedulerMetrics()
+    return metrics, metrics.registry
 
 
 async def test_metrics_track_pending_pods_and_incoming_events_with_upstream_labels():
