@@ -132,10 +132,6 @@ class Scheduler:
         _, still = await asyncio.wait(pending, timeout=timeout)
         return not still
 
-    @property
-    def inflight_bindings(self) -> int:
-        return len(self._bindings)
-
     # ------------------------------------------------------------------ scheduling cycle
 
     def schedule_one(self, info: QueuedPodInfo) -> bool:

@@ -92,15 +92,6 @@ class Resource:
             self.milli_cpu, self.memory, self.ephemeral_storage, self.allowed_pod_number, dict(self.scalar)
         )
 
-    def is_zero(self) -> bool:
-        return not (
-            self.milli_cpu
-            or self.memory
-            or self.ephemeral_storage
-            or self.allowed_pod_number
-            or any(self.scalar.values())
-        )
-
 
 def _container_requests(container: Mapping, non_zero: bool) -> Resource:
     """A container's requests; limits stand in for missing requests, as API defaulting does."""

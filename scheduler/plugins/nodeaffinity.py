@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from scheduler.api import Node, NodeSelectorTerm, Pod, SelectorError
-from scheduler.api.selectors import PreferredTerm
+from scheduler.api.selectors import PreferredTerm, parse_preferred_terms
 from scheduler.framework import (
     ActionType,
     ClusterEvent,
@@ -53,16 +53,6 @@ def _parse_terms_leniently(terms: Sequence[Mapping]) -> tuple[NodeSelectorTerm, 
         except SelectorError:
             continue
     return tuple(parsed)
-
-
-def _parse_preferred(terms: Sequence[Mapping]) -> tuple[PreferredTerm, ...]:
-    """Zero-weight terms are dropped; an invalid term is an error (upstream fails PreScore)."""
-    result = []
-    for entry in terms:
-        weight = int(entry.get("weight", 0))
-        if weight:
-            result.append(PreferredTerm(weight, NodeSelectorTerm.parse(entry.get("preference") or {})))
-    return tuple(result)
 
 
 @dataclass(slots=True, frozen=True)
@@ -132,7 +122,7 @@ class NodeAffinity:
                 if required is None
                 else tuple(NodeSelectorTerm.parse(t) for t in required.get("nodeSelectorTerms") or ())
             )
-            self._added_preferred = _parse_preferred(
+            self._added_preferred = parse_preferred_terms(
                 added.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
             )
         except SelectorError as exc:
@@ -215,7 +205,7 @@ class NodeAffinity:
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: Any) -> Status | None:
         try:
-            preferred = _parse_preferred(
+            preferred = parse_preferred_terms(
                 _node_affinity(pod.affinity).get("preferredDuringSchedulingIgnoredDuringExecution") or ()
             )
         except SelectorError as exc:
@@ -229,7 +219,7 @@ class NodeAffinity:
         terms = state.get(_PRE_SCORE_KEY)
         if terms is None:
             own = _node_affinity(pod.affinity).get("preferredDuringSchedulingIgnoredDuringExecution") or ()
-            terms = _parse_preferred(own) + self._added_preferred
+            terms = parse_preferred_terms(own) + self._added_preferred
         return terms
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:

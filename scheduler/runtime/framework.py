@@ -440,11 +440,6 @@ class Framework:
     def _filter_one(self, state: CycleState, pod: Pod, info: Any, plugins: Sequence[Any]) -> Status | None:
         return _first_rejection("Filter", pod, plugins, lambda p: p.filter(state, pod, info))
 
-    def run_filters_on_node(self, state: CycleState, pod: Pod, info: Any) -> Status | None:
-        """Every filter on one node, per-node form (used by preemption's what-if runs)."""
-        active = [p for p in self.filter_plugins if p.name not in state.skip_filter_plugins]
-        return self._filter_one(state, pod, info, active)
-
     def run_filters_with_nominated_pods(self, state: CycleState, pod: Pod, info: NodeInfo) -> Status | None:
         """Every filter on one node, counting the pods nominated there that ``pod`` must not displace.
 
