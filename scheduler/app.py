@@ -17,7 +17,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from scheduler import __version__
+from scheduler import __version__, logs
 from scheduler.api import Node, Pod
 from scheduler.cache import Cache
 from scheduler.client.config import ClientConfigError, load_client_config
@@ -102,15 +102,8 @@ def _parse_bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"not a boolean: {text!r}")
 
 
-def configure_logging(verbosity: int) -> None:
-    level = logging.DEBUG if verbosity >= 4 else logging.INFO if verbosity >= 1 else logging.WARNING
-    logging.basicConfig(
-        level=level, stream=sys.stderr, format="%(asctime)s %(levelname).1s %(name)s: %(message)s"
-    )
-
-
 def main(args: argparse.Namespace) -> int:
-    configure_logging(args.verbosity)
+    logs.configure(args.verbosity)
     try:
         config = load_config(args.config) if args.config else default_config()
     except ConfigError as exc:

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from scheduler import logs
 from scheduler.api import Pod
 from scheduler.config import Plugins, Profile
 from scheduler.framework import (
@@ -44,6 +45,8 @@ from scheduler.framework.interface import WILDCARD
 from scheduler.runtime.waiting import WaitingPod
 
 log = logging.getLogger(__name__)
+# the -v=10 score trace has its own logger, so tools can collect it without the rest
+score_log = logging.getLogger("scheduler.scores")
 
 # extension point (config attribute) -> the method a plugin defines to take part in it
 EXTENSION_METHODS: dict[str, str] = {
@@ -609,7 +612,10 @@ class Framework:
                 )
             )
         weights = np.fromiter((w for _, w in active), dtype=np.int64, count=len(active))
-        return weights @ scores if len(active) else np.zeros(len(slots), dtype=np.int64)
+        totals = weights @ scores if len(active) else np.zeros(len(slots), dtype=np.int64)
+        if logs.v(10):
+            _log_scores(pod, [p.name for p, _ in active], scores * weights[:, None], totals, table, slots)
+        return totals
 
     def _observe_plugin(
         self, state: CycleState, plugin: Any, point: str, status: Status | None, start: float
@@ -713,6 +719,41 @@ class Framework:
                 plugin.post_bind(state, pod, node_name)
             except Exception:
                 log.exception("PostBind plugin %s failed for pod %s", plugin.name, pod.key)
+
+
+def _log_scores(
+    pod: Pod,
+    plugins: Sequence[str],
+    weighted: np.ndarray,
+    totals: np.ndarray,
+    table: NodeTable,
+    slots: np.ndarray,
+) -> None:
+    """Every plugin's weighted score per node, then the sums, as kube-scheduler logs them at -v=10.
+
+    The values are also attached to the records (``pod``, ``plugin``, ``node``, ``score``) so a
+    handler can collect them without parsing text (bench.parity does).
+    """
+    names = [table.info(slot).name for slot in slots.tolist()]
+    for column, node in enumerate(names):
+        for row, plugin in enumerate(plugins):
+            score = int(weighted[row, column])
+            score_log.debug(
+                "Plugin scored node for pod pod=%s plugin=%s node=%s score=%d",
+                pod.key,
+                plugin,
+                node,
+                score,
+                extra={"pod": pod.key, "plugin": plugin, "node": node, "score": score},
+            )
+    for node, total in zip(names, totals.tolist(), strict=True):
+        score_log.debug(
+            "Calculated node's final score for pod pod=%s node=%s score=%d",
+            pod.key,
+            node,
+            total,
+            extra={"pod": pod.key, "plugin": "", "node": node, "score": total},
+        )
 
 
 def nominated_pods_to_respect(pod: Pod, nominated: Sequence[Pod]) -> list[Pod]:

@@ -1,7 +1,8 @@
-"""NodeResourcesBalancedAllocation: prefer nodes whose utilisation stays even across resources."""
+"""NodeResourcesBalancedAllocation: prefer nodes whose use of resources the pod makes more even."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -12,7 +13,11 @@ from scheduler.framework import CycleState, Handle, NodeInfo, NodeTable, Status
 from scheduler.plugins import names
 from scheduler.plugins.helper import NodeMemo
 from scheduler.plugins.noderesources.resource_allocation import memoised_scores, node_lists, pod_request_list
-from scheduler.plugins.noderesources.scorers import balanced_score_many, balanced_score_one
+from scheduler.plugins.noderesources.scorers import (
+    balance_change_score,
+    balanced_score_many,
+    balanced_score_one,
+)
 
 _PRE_SCORE_KEY = "PreScore" + names.NODE_RESOURCES_BALANCED_ALLOCATION
 
@@ -47,7 +52,7 @@ class BalancedAllocation:
         if not any(pod_requests):
             return 0
         requested, allocatable = node_lists(node_info, self._resources, pod_requests, non_zero=False)
-        return balanced_score_one(requested, allocatable)
+        return _score_one(pod_requests)(requested, allocatable)
 
     def score_nodes(self, state: CycleState, pod: Pod, table: NodeTable, slots: np.ndarray) -> np.ndarray:
         pod_requests = self._pod_requests(state, pod)
@@ -60,6 +65,36 @@ class BalancedAllocation:
             self._resources,
             pod_requests,
             False,
-            balanced_score_one,
-            balanced_score_many,
+            _score_one(pod_requests),
+            _score_many(pod_requests),
         )
+
+
+def _score_one(pod_requests: Sequence[int]) -> Callable[[list[int], list[int]], int]:
+    """The score of one node from its (requested with the pod, allocatable) lists."""
+
+    def score(requested: list[int], allocatable: list[int]) -> int:
+        # where a resource is left out (allocatable 0) its requested is 0 too
+        before = [
+            req - want if alloc else 0
+            for req, want, alloc in zip(requested, pod_requests, allocatable, strict=True)
+        ]
+        return int(
+            balance_change_score(
+                balanced_score_one(requested, allocatable), balanced_score_one(before, allocatable)
+            )
+        )
+
+    return score
+
+
+def _score_many(pod_requests: Sequence[int]) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """:func:`_score_one` over ``(resources, nodes)`` matrices."""
+    column = np.asarray(pod_requests, dtype=np.int64)[:, None]
+
+    def score(requested: np.ndarray, allocatable: np.ndarray) -> np.ndarray:
+        before = np.where(allocatable != 0, requested - column, 0)
+        with_pod = balanced_score_many(requested, allocatable)
+        return balance_change_score(with_pod, balanced_score_many(before, allocatable))
+
+    return score

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -190,6 +190,15 @@ class RequestedToCapacityRatio(_Weighted):
         weight_sum = (w * counted).sum(axis=0)
         ratio = total / np.maximum(weight_sum, 1)
         return np.where(weight_sum > 0, np.floor(ratio + 0.5), 0).astype(np.int64)
+
+
+def balance_change_score(with_pod: int | np.ndarray, without_pod: int | np.ndarray) -> Any:
+    """BalancedAllocation's score since v1.36 (kubernetes#135573): how much the pod improves the
+    node's balance, not the balance it leaves. Both balances lie in [50, 100], so their difference
+    in [-50, 50] is folded back into [50, 100]: no change scores 75, better balance more, worse less.
+    """
+    half = MAX_NODE_SCORE // 2
+    return half + (half + with_pod - without_pod) // 2
 
 
 def balanced_score_one(requested: Sequence[int], allocatable: Sequence[int]) -> int:
