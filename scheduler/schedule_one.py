@@ -156,7 +156,8 @@ class Scheduler:
             self._fail(fwk, info, exc.status, None, None, start, cycle)
             return False
         if isinstance(result, FitError):
-            nominated = None
+            # without PostFilter plugins nothing can nominate the pod: a nomination is void
+            nominated = CLEAR_NOMINATION
             if fwk.post_filter_plugins:
                 post_result, post_status = fwk.run_post_filter(state, pod, result.diagnosis)
                 if post_status is not None:
@@ -304,7 +305,17 @@ class Scheduler:
         cycle: int,
     ) -> None:
         node = result.node_name
-        status = await fwk.wait_on_permit(assumed)
+        pre_flight = fwk.run_pre_bind_pre_flight(state, assumed, node)
+        status = None
+        if pre_flight is not None and not pre_flight.is_skip:
+            status = pre_flight  # an error
+            fwk.discard_waiting_pod(assumed)
+        elif pre_flight is None or fwk.will_wait_on_permit(assumed):
+            # NominatedNodeNameForExpectation (beta, on): when binding will take a while (PreBind
+            # work or a Permit wait), tell other components where the pod is going.
+            await self._patch_nomination(assumed, node)
+        if status is None:
+            status = await fwk.wait_on_permit(assumed)
         fit = None
         if status is not None and status.is_rejected:
             fit = self._single_node_fit_error(node, status)
@@ -372,6 +383,10 @@ class Scheduler:
         self._observe_failure(fwk, reason, start)
 
         current = self.current_pod(pod)
+        if current is not None and current.uid != pod.uid:
+            # Deleted and created again under the same name: the new pod is queued on its own.
+            self.queue.done(pod.uid)
+            return
         if current is None or current.node_name:
             # Deleted meanwhile, or bound by someone else: nothing to retry.
             self.queue.done(pod.uid)
@@ -388,6 +403,8 @@ class Scheduler:
             "reason": reason,
             "message": message,
         }
+        if current.generation:
+            condition["observedGeneration"] = current.generation  # PodObservedGenerationTracking (GA)
         # A PostFilter result sets the nominated node, or clears it with an empty name.
         nominated_node = nominated.nominated_node_name if nominated is not None else None
         if _condition_unchanged(current, condition) and nominated_node in (None, current.nominated_node_name):
@@ -395,6 +412,13 @@ class Scheduler:
         task = asyncio.create_task(self._patch(current, condition, nominated_node))
         self._side_tasks.add(task)
         task.add_done_callback(self._side_tasks.discard)
+
+    async def _patch_nomination(self, pod: Pod, node: str) -> None:
+        """Best effort: a failure only means other components learn of the placement later."""
+        try:
+            await self.patch_status(pod, None, node)
+        except Exception as exc:
+            log.error("could not set the nominated node of pod %s to %s: %s", pod.key, node, exc)
 
     async def _patch(self, pod: Pod, condition: dict[str, Any], nominated: str | None) -> None:
         try:

@@ -31,16 +31,31 @@ def pod_path(pod: Pod) -> str:
 
 
 def condition_patch(
-    pod: Pod, condition: Mapping[str, Any], nominated_node_name: str | None = None, *, now: str | None = None
+    pod: Pod,
+    condition: Mapping[str, Any] | None,
+    nominated_node_name: str | None = None,
+    *,
+    now: str | None = None,
 ) -> dict[str, Any] | None:
     """The strategic-merge patch for ``pods/<name>/status``, or None when nothing would change.
 
-    ``nominated_node_name``: None leaves it alone, "" clears it, a name sets it.
+    ``condition``: None leaves the conditions alone. ``nominated_node_name``: None leaves it
+    alone, "" clears it, a name sets it.
     """
+    status: dict[str, Any] = {}
+    if condition is not None:
+        status.update(_condition_change(pod, condition, now or rfc3339_now()))
+    if nominated_node_name is not None and nominated_node_name != pod.nominated_node_name:
+        status["nominatedNodeName"] = nominated_node_name or None
+    return {"status": status} if status else None
+
+
+def _condition_change(pod: Pod, condition: Mapping[str, Any], now: str) -> dict[str, Any]:
+    """The ``conditions`` part of the patch (empty when the condition is already so)."""
     ctype = condition["type"]
     old = pod.condition(ctype)
     new = dict(condition)
-    new["lastTransitionTime"] = now or rfc3339_now()
+    new["lastTransitionTime"] = now
     if old is not None and old.get("status") == new.get("status"):
         new["lastTransitionTime"] = old.get("lastTransitionTime")
     status: dict[str, Any] = {}
@@ -50,9 +65,7 @@ def condition_patch(
         status["conditions"] = [{**removed, **new}]
         order = [c.get("type") for c in pod.conditions]
         status["$setElementOrder/conditions"] = [{"type": t} for t in (order if old else [*order, ctype])]
-    if nominated_node_name is not None and nominated_node_name != pod.nominated_node_name:
-        status["nominatedNodeName"] = nominated_node_name or None
-    return {"status": status} if status else None
+    return status
 
 
 def _differs(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
@@ -62,7 +75,7 @@ def _differs(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
 async def patch_pod_condition(
     client: ApiClient,
     pod: Pod,
-    condition: Mapping[str, Any],
+    condition: Mapping[str, Any] | None,
     nominated_node_name: str | None = None,
 ) -> bool:
     """Set ``condition`` (and optionally the nominated node) on the pod's status.

@@ -13,12 +13,20 @@ class CycleState:
     others are shallow-copied so a dry run never mutates the real cycle's data.
     """
 
-    __slots__ = ("_data", "record_plugin_metrics", "skip_filter_plugins", "skip_score_plugins")
+    __slots__ = (
+        "_data",
+        "record_plugin_metrics",
+        "skip_filter_plugins",
+        "skip_pre_bind_plugins",
+        "skip_score_plugins",
+    )
 
     def __init__(self) -> None:
         self._data: dict[str, Any] = {}
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
+        # PreBind plugins whose pre-flight said they have nothing to do for this pod
+        self.skip_pre_bind_plugins: set[str] = set()
         # set for the sampled cycles whose per-plugin latencies are recorded
         self.record_plugin_metrics = False
 
@@ -42,4 +50,5 @@ class CycleState:
             other._data[key] = clone() if callable(clone) else copy.copy(value)
         other.skip_filter_plugins = set(self.skip_filter_plugins)
         other.skip_score_plugins = set(self.skip_score_plugins)
+        other.skip_pre_bind_plugins = set(self.skip_pre_bind_plugins)
         return other

@@ -65,6 +65,11 @@ class Status:
     def message(self) -> str:
         return ", ".join(self.reasons)
 
+    def as_error(self, context: str) -> Status:
+        """This status as an Error whose message says where it happened, worded as upstream's
+        wrapped errors (``running PreFilter plugin "X": <message>``)."""
+        return Status(Code.ERROR, (f"{context}: {self.message()}",), self.plugin, self.error)
+
     def with_plugin(self, plugin: str) -> Status:
         return self if self.plugin == plugin else Status(self.code, self.reasons, plugin, self.error)
 

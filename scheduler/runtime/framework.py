@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import logging
 import random
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -69,6 +70,7 @@ _ANY_EVENT = ClusterEventWithHint(ClusterEvent(WILDCARD, ActionType.ALL))
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FILTER_CHUNK = 256
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+MAX_PERMIT_WAIT = 15 * 60.0  # seconds; longer Permit timeouts are cut to this, as upstream
 
 
 class FrameworkError(ValueError):
@@ -306,8 +308,9 @@ class Framework:
         self, state: CycleState, pod: Pod, snapshot: NodeLister
     ) -> tuple[PreFilterResult | None, Status | None, set[str]]:
         result: PreFilterResult | None = None
+        # The last Unschedulable PreFilter is the one reported (the others still run, so that
+        # preemption can follow); UnschedulableAndUnresolvable stops at once.
         rejected: Status | None = None
-        rejecting: set[str] = set()
         narrowing: list[str] = []
         for plugin in self.pre_filter_plugins:
             start = perf_counter()
@@ -316,7 +319,7 @@ class Framework:
                 self._observe_plugin(state, plugin, "PreFilter", status, start)
             except Exception as exc:  # a plugin bug must not kill the loop
                 log.exception("PreFilter plugin %s failed for pod %s", plugin.name, pod.key)
-                return None, Status.from_error(exc, plugin.name), set()
+                status = Status.from_error(exc, plugin.name)
             if status is not None and status.is_skip:
                 state.skip_filter_plugins.add(plugin.name)
                 continue
@@ -325,10 +328,9 @@ class Framework:
                 if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                     return None, status, {plugin.name}
                 if status.code == Code.UNSCHEDULABLE:
-                    rejected = rejected or status
-                    rejecting.add(plugin.name)
+                    rejected = status
                     continue
-                return None, status, set()
+                return None, status.as_error(f"running PreFilter plugin {_quoted(plugin.name)}"), set()
             if plugin_result is not None and plugin_result.node_names is not None:
                 narrowing.append(plugin.name)
                 result = plugin_result.merge(result) if result else plugin_result
@@ -339,7 +341,7 @@ class Framework:
                         message = f"node(s) didn't satisfy plugin(s) [{' '.join(narrowing)}] simultaneously"
                     return result, Status.unresolvable(message, plugin=plugin.name), set(narrowing)
         if rejected is not None:
-            return None, rejected, rejecting
+            return None, rejected, {*narrowing, rejected.plugin}
         return result, None, set(narrowing)
 
     @_extension_point("Filter", status_of=lambda result: None)
@@ -397,7 +399,7 @@ class Framework:
                 if alive.size == 0:
                     break
                 started = perf_counter()
-                with _plugin_errors(plugin, "Filter", pod):
+                with _plugin_errors(plugin, "Filter", pod, _FILTER_ERROR):
                     verdict = plugin.filter_nodes(state, pod, table, alive)
                 self._observe_plugin(state, plugin, "Filter", None, started)
                 if verdict is None or not verdict.rejected.any():
@@ -441,7 +443,7 @@ class Framework:
         return feasible, rejections, processed
 
     def _filter_one(self, state: CycleState, pod: Pod, info: Any, plugins: Sequence[Any]) -> Status | None:
-        return _first_rejection("Filter", pod, plugins, lambda p: p.filter(state, pod, info))
+        return _first_rejection("Filter", pod, plugins, lambda p: p.filter(state, pod, info), _FILTER_ERROR)
 
     def run_filters_with_nominated_pods(self, state: CycleState, pod: Pod, info: NodeInfo) -> Status | None:
         """Every filter on one node, counting the pods nominated there that ``pod`` must not displace.
@@ -507,11 +509,12 @@ class Framework:
                 log.exception(
                     "PreFilter extension %s of plugin %s failed for pod %s", method, plugin.name, pod.key
                 )
-                return Status.from_error(exc, plugin.name)
+                status = Status.from_error(exc, plugin.name)
             if status is not None and not status.is_success:
-                message = f"running {method} on PreFilter plugin {plugin.name!r}: {status.message()}"
-                error = RuntimeError(message)
-                return Status.from_error(error, plugin.name)
+                upstream_name = "AddPod" if method == "add_pod" else "RemovePod"
+                return status.with_plugin(plugin.name).as_error(
+                    f"running {upstream_name} on PreFilter plugin {_quoted(plugin.name)}"
+                )
         return None
 
     @_extension_point("PostFilter", status_of=lambda result: result[1])
@@ -563,12 +566,16 @@ class Framework:
                 if status is not None and status.is_skip:
                     state.skip_score_plugins.add(plugin.name)
                 elif status is not None and not status.is_success:
-                    raise CycleError(status.with_plugin(plugin.name))
+                    raise CycleError(
+                        status.with_plugin(plugin.name).as_error(_context(_PRE_SCORE_ERROR, plugin))
+                    )
         except CycleError:
             raise
         except Exception as exc:
             log.exception("PreScore plugin %s failed for pod %s", plugin.name, pod.key)
-            raise CycleError(Status.from_error(exc, plugin.name)) from exc
+            raise CycleError(
+                Status.from_error(exc, plugin.name).as_error(_context(_PRE_SCORE_ERROR, plugin))
+            ) from exc
 
     @_extension_point("Score", status_of=lambda result: None)
     def run_score(
@@ -578,9 +585,11 @@ class Framework:
         active = [(p, w) for p, w in self.score_plugins if p.name not in state.skip_score_plugins]
         # one row per plugin, checked and weighted at once
         scores = np.empty((len(active), len(slots)), dtype=np.int64)
+        context = _SCORE_ERROR
         try:
             for row, (plugin, _) in enumerate(active):
                 start = perf_counter()
+                context = _SCORE_ERROR
                 score_nodes = getattr(plugin, "score_nodes", None)
                 if score_nodes is not None:
                     scores[row] = score_nodes(state, pod, table, slots)
@@ -590,11 +599,12 @@ class Framework:
                     )
                 normalize = getattr(plugin, "normalize_scores", None)
                 if normalize is not None:
+                    context = _NORMALIZE_ERROR
                     normalize(state, pod, scores[row])
                 self._observe_plugin(state, plugin, "Score", None, start)
         except Exception as exc:
             log.exception("Score plugin %s failed for pod %s", plugin.name, pod.key)
-            raise CycleError(Status.from_error(exc, plugin.name)) from exc
+            raise CycleError(Status.from_error(exc, plugin.name).as_error(_context(context, plugin))) from exc
         if scores.size and (scores.min() < MIN_NODE_SCORE or scores.max() > MAX_NODE_SCORE):
             bad_row = int(
                 np.flatnonzero((scores < MIN_NODE_SCORE).any(1) | (scores > MAX_NODE_SCORE).any(1))[0]
@@ -602,15 +612,12 @@ class Framework:
             row_scores = scores[bad_row]
             bad = int(row_scores.max() if row_scores.max() > MAX_NODE_SCORE else row_scores.min())
             name = active[bad_row][0].name
-            raise CycleError(
-                Status.from_error(
-                    ValueError(
-                        f"plugin {name!r} returns an invalid score {bad}, it should be in the "
-                        f"range [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
-                    ),
-                    name,
-                )
+            message = (
+                f"applying score defaultWeights on Score plugins: plugin {_quoted(name)} returns an "
+                f"invalid score {bad}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] "
+                "after normalizing"
             )
+            raise CycleError(Status.from_error(ValueError(message), name))
         weights = np.fromiter((w for _, w in active), dtype=np.int64, count=len(active))
         totals = weights @ scores if len(active) else np.zeros(len(slots), dtype=np.int64)
         if logs.v(10):
@@ -639,7 +646,9 @@ class Framework:
             self._observe_plugin(state, plugin, "Reserve", status, started)
             return status
 
-        return _first_rejection("Reserve", pod, self.reserve_plugins, reserve)
+        return _first_rejection(
+            "Reserve", pod, self.reserve_plugins, reserve, "running Reserve plugin {plugin}"
+        )
 
     @_extension_point("Unreserve", status_of=lambda result: None)
     def run_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
@@ -653,6 +662,7 @@ class Framework:
     def run_permit(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         """Success, a rejection, or WAIT (then the pod is registered in ``waiting_pods``)."""
         timeouts: dict[str, float] = {}
+        wait_reasons: tuple[str, ...] = ()
         for plugin in self.permit_plugins:
             started = perf_counter()
             try:
@@ -660,16 +670,21 @@ class Framework:
                 self._observe_plugin(state, plugin, "Permit", status, started)
             except Exception as exc:
                 log.exception("Permit plugin %s failed for pod %s", plugin.name, pod.key)
-                return Status.from_error(exc, plugin.name)
+                status = Status.from_error(exc, plugin.name)
             if status is None or status.is_success:
                 continue
             if status.code == Code.WAIT:
-                timeouts[plugin.name] = min(timeout, 15 * 60.0)
+                timeouts[plugin.name] = min(timeout, MAX_PERMIT_WAIT)
+                wait_reasons = status.reasons  # upstream keeps the last waiting plugin's
                 continue
-            return status.with_plugin(plugin.name)
+            if status.is_rejected:
+                return status.with_plugin(plugin.name)
+            return status.with_plugin(plugin.name).as_error(f"running Permit plugin {_quoted(plugin.name)}")
         if timeouts:
             self.waiting_pods[pod.uid] = WaitingPod(pod, node_name, timeouts)
-            return Status(Code.WAIT)
+            return Status(
+                Code.WAIT, (*wait_reasons, "one or more plugins asked to wait and no plugin rejected pod")
+            )
         return None
 
     async def wait_on_permit(self, pod: Pod) -> Status | None:
@@ -681,18 +696,61 @@ class Framework:
         finally:
             self.waiting_pods.pop(pod.uid, None)
 
+    @_extension_point("PreBindPreFlight")
+    def run_pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        """Ask each PreBind plugin whether it has work for this pod: success when one has, Skip
+        when none has (their PreBind is then skipped), or an Error.
+
+        A plugin without ``pre_bind_pre_flight`` is taken to have work.
+        """
+        result: Status | None = Status.skip()
+        for plugin in self.pre_bind_plugins:
+            pre_flight = getattr(plugin, "pre_bind_pre_flight", None)
+            if pre_flight is None:
+                result = None
+                continue
+            try:
+                status = pre_flight(state, pod, node_name)
+            except Exception as exc:
+                log.exception("PreBindPreFlight of plugin %s failed for pod %s", plugin.name, pod.key)
+                status = Status.from_error(exc, plugin.name)
+            if status is None or status.is_success:
+                result = None
+            elif status.is_skip:
+                state.skip_pre_bind_plugins.add(plugin.name)
+            else:  # PreBindPreFlight may only succeed, skip or fail
+                return status.with_plugin(plugin.name).as_error(
+                    f"running PreBindPreFlight {_quoted(plugin.name)}"
+                )
+        return result
+
+    def will_wait_on_permit(self, pod: Pod) -> bool:
+        return pod.uid in self.waiting_pods
+
+    def discard_waiting_pod(self, pod: Pod) -> None:
+        """Stop holding ``pod`` at Permit: its binding cycle failed before the wait."""
+        waiting = self.waiting_pods.pop(pod.uid, None)
+        if waiting is not None:
+            waiting.reject("", "the binding cycle failed before the Permit wait")
+
     @_extension_point("PreBind")
     async def run_pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         for plugin in self.pre_bind_plugins:
+            if plugin.name in state.skip_pre_bind_plugins:
+                continue
             started = perf_counter()
             try:
                 status = await plugin.pre_bind(state, pod, node_name)
                 self._observe_plugin(state, plugin, "PreBind", status, started)
             except Exception as exc:
                 log.exception("PreBind plugin %s failed for pod %s", plugin.name, pod.key)
-                return Status.from_error(exc, plugin.name)
+                status = Status.from_error(exc, plugin.name)
             if status is not None and not status.is_success:
-                return status.with_plugin(plugin.name)
+                if status.is_rejected:
+                    return status.with_plugin(plugin.name)
+                return status.with_plugin(plugin.name).as_error(
+                    f"running PreBind plugin {_quoted(plugin.name)}"
+                )
         return None
 
     @_extension_point("Bind")
@@ -704,11 +762,11 @@ class Framework:
                 self._observe_plugin(state, plugin, "Bind", status, started)
             except Exception as exc:
                 log.exception("Bind plugin %s failed for pod %s", plugin.name, pod.key)
-                return Status.from_error(exc, plugin.name)
+                status = Status.from_error(exc, plugin.name)
             if status is not None and status.is_skip:
                 continue
             if status is not None and not status.is_success:
-                return status.with_plugin(plugin.name)
+                return status.with_plugin(plugin.name).as_error(f"running Bind plugin {_quoted(plugin.name)}")
             return None
         return Status.from_error(RuntimeError("no bind plugin bound the pod"), "")
 
@@ -761,19 +819,36 @@ def nominated_pods_to_respect(pod: Pod, nominated: Sequence[Pod]) -> list[Pod]:
     return [other for other in nominated if other.priority >= pod.priority and other.uid != pod.uid]
 
 
+# How upstream words an error of each extension point ({plugin} is the quoted plugin name).
+_FILTER_ERROR = "running {plugin} filter plugin"
+_PRE_SCORE_ERROR = "running PreScore plugin {plugin}"
+_SCORE_ERROR = "running Score plugins: plugin {plugin} failed with"
+_NORMALIZE_ERROR = "running Normalize on Score plugins: plugin {plugin} failed with"
+
+
+def _quoted(name: str) -> str:
+    """A plugin name as Go's %q prints it in upstream's error messages."""
+    return json.dumps(name)
+
+
+def _context(template: str, plugin: Any) -> str:
+    return template.format(plugin=_quoted(plugin.name))
+
+
 def _first_rejection(
-    point: str, pod: Pod, plugins: Sequence[Any], call: Callable[[Any], Status | None]
+    point: str, pod: Pod, plugins: Sequence[Any], call: Callable[[Any], Status | None], error_context: str
 ) -> Status | None:
-    """Run ``call`` on each plugin in order; the first non-success (a raised exception becomes an
-    Error status naming the plugin) stops the run."""
+    """Run ``call`` on each plugin in order; the first non-success stops the run. An error (or a
+    raised exception) becomes an Error status worded with ``error_context``, as upstream's."""
     for plugin in plugins:
         try:
             status = call(plugin)
         except Exception as exc:
             log.exception("%s plugin %s failed for pod %s", point, plugin.name, pod.key)
-            return Status.from_error(exc, plugin.name)
+            status = Status.from_error(exc, plugin.name)
         if status is not None and not status.is_success:
-            return status.with_plugin(plugin.name)
+            status = status.with_plugin(plugin.name)
+            return status if status.is_rejected else status.as_error(_context(error_context, plugin))
     return None
 
 
@@ -804,7 +879,7 @@ class _NodeInfoList(Sequence[NodeInfo]):
 
 
 @contextmanager
-def _plugin_errors(plugin: Any, point: str, pod: Pod) -> Iterator[None]:
+def _plugin_errors(plugin: Any, point: str, pod: Pod, error_context: str) -> Iterator[None]:
     """A plugin's exception ends the cycle as an Error status, which is reported and retried."""
     try:
         yield
@@ -812,7 +887,9 @@ def _plugin_errors(plugin: Any, point: str, pod: Pod) -> Iterator[None]:
         raise
     except Exception as exc:
         log.exception("%s plugin %s failed for pod %s", point, plugin.name, pod.key)
-        raise CycleError(Status.from_error(exc, plugin.name)) from exc
+        raise CycleError(
+            Status.from_error(exc, plugin.name).as_error(_context(error_context, plugin))
+        ) from exc
 
 
 class CycleError(Exception):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from scheduler.api import Pod
+from scheduler.config.durations import format_duration
 from scheduler.framework import Code, Status
 
 
@@ -14,18 +15,19 @@ class WaitingPod:
     def __init__(self, pod: Pod, node_name: str, timeouts: dict[str, float]) -> None:
         self.pod = pod
         self.node_name = node_name
+        self.timeouts = dict(timeouts)
         self._pending = set(timeouts)
         self._result: asyncio.Future[Status | None] = asyncio.get_running_loop().create_future()
         loop = asyncio.get_running_loop()
         self._timers = [
-            loop.call_later(
-                timeout,
-                self.reject,
-                plugin,
-                f"rejected due to timeout after waiting {timeout}s at plugin {plugin}",
-            )
+            loop.call_later(timeout, self.reject, plugin, self.timeout_message(plugin))
             for plugin, timeout in timeouts.items()
         ]
+
+    def timeout_message(self, plugin: str) -> str:
+        """Upstream's rejection when ``plugin`` does not allow the pod in time."""
+        waited = format_duration(self.timeouts[plugin])
+        return f"rejected due to timeout after waiting {waited} at plugin {plugin}"
 
     @property
     def pending_plugins(self) -> frozenset[str]:

@@ -522,12 +522,15 @@ class Api:
             raise errors.conflict(
                 "pods/binding", name, f'pod {name} is already assigned to node "{assigned}"'
             )
+        if pod["spec"].get("schedulingGates"):
+            raise errors.conflict("pods/binding", name, f"pod {name} has non-empty .spec.schedulingGates")
         new = _shallow(pod)
         new["spec"] = dict(pod["spec"])
         new["spec"]["nodeName"] = node
         if bmeta.get("annotations"):
             new["metadata"]["annotations"] = {**(pmeta.get("annotations") or {}), **bmeta["annotations"]}
         status = dict(pod.get("status") or {})
+        status.pop("nominatedNodeName", None)  # ClearingNominatedNodeNameAfterBinding (beta, on)
         conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
         conditions.append(
             {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": now()}

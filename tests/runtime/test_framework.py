@@ -10,7 +10,16 @@ import pytest
 from scheduler.api import Node, Pod, Resource
 from scheduler.client.events import truncate_note
 from scheduler.config import PluginRef, Plugins, PluginSet, Profile
-from scheduler.framework import Code, CycleState, Diagnosis, NodeInfo, NodeTable, NodeVerdicts, Status
+from scheduler.framework import (
+    Code,
+    CycleState,
+    Diagnosis,
+    NodeInfo,
+    NodeTable,
+    NodeVerdicts,
+    PreFilterResult,
+    Status,
+)
 from scheduler.framework.messages import fit_error_message
 from scheduler.runtime import CycleError, Framework, FrameworkError
 from scheduler.runtime.framework import num_feasible_nodes_to_find
@@ -301,8 +310,15 @@ class Exploding:
         raise RuntimeError("bang")
 
 
-@pytest.mark.parametrize("point", ["filter", "score"])
-def test_a_plugin_that_raises_ends_the_cycle_with_an_error_status_naming_it(point):
+@pytest.mark.parametrize(
+    ("point", "message"),
+    [
+        # upstream wraps the error as RunFilterPlugins / RunScorePlugins do
+        ("filter", 'running "Exploding" filter plugin: boom'),
+        ("score", 'running Score plugins: plugin "Exploding" failed with: bang'),
+    ],
+)
+def test_a_plugin_that_raises_ends_the_cycle_with_an_error_worded_as_upstream(point, message):
     registry = {**REGISTRY, "Exploding": Exploding}
     enabled = [PluginRef("Sort"), PluginRef("Binder")]
     points = {point: PluginSet(enabled=[PluginRef("Exploding")])}
@@ -315,6 +331,95 @@ def test_a_plugin_that_raises_ends_the_cycle_with_an_error_status_naming_it(poin
             fwk.run_scoring(CycleState(), POD, snapshot.table, snapshot.order)
     assert caught.value.status.plugin == "Exploding"
     assert caught.value.status.code == Code.ERROR
+    assert caught.value.status.message() == message
+
+
+class OutOfRange:
+    name = "OutOfRange"
+
+    def __init__(self, args, handle):
+        pass
+
+    def score(self, state, pod, node_info):
+        return 101
+
+
+def test_a_score_above_100_is_an_error_worded_as_upstream():
+    registry = {**REGISTRY, "OutOfRange": OutOfRange}
+    fwk = Framework(
+        profile([PluginRef("Sort"), PluginRef("Binder"), PluginRef("OutOfRange")]), registry, None
+    )
+    with pytest.raises(CycleError) as caught:
+        fwk.run_scoring(CycleState(), POD, make_table(2), np.array([0, 1]))
+    assert caught.value.status.message() == (
+        'applying score defaultWeights on Score plugins: plugin "OutOfRange" returns an invalid score 101, '
+        "it should in the range of [0, 100] after normalizing"
+    )
+
+
+def _pre_filter_plugin(plugin_name: str, status: Status | None, nodes: frozenset[str] | None = None):
+    class PreFiltering:
+        name = plugin_name
+
+        def __init__(self, args, handle):
+            pass
+
+        def pre_filter(self, state, pod, snapshot):
+            return (PreFilterResult(nodes) if nodes is not None else None), status
+
+    return PreFiltering
+
+
+def test_the_last_unschedulable_prefilter_is_reported_and_all_of_them_run():
+    # upstream RunPreFilterPlugins keeps going after Unschedulable (for preemption) and
+    # returns the last such status; narrowing plugins count among the rejectors
+    registry = {
+        **REGISTRY,
+        "First": _pre_filter_plugin("First", Status.unschedulable("first says no")),
+        "Narrow": _pre_filter_plugin("Narrow", None, frozenset({"node-1"})),
+        "Second": _pre_filter_plugin("Second", Status.unschedulable("second says no")),
+    }
+    plugins = [PluginRef(name) for name in ("Sort", "Binder", "First", "Narrow", "Second")]
+    fwk = Framework(profile(plugins), registry, None)
+    result, status, rejecting = fwk.run_pre_filter(CycleState(), POD, Snapshot(make_table(2)))
+    assert result is None
+    assert status.message() == "second says no" and status.plugin == "Second"
+    assert rejecting == {"Narrow", "Second"}
+
+
+def test_a_prefilter_error_is_worded_as_upstream():
+    registry = {**REGISTRY, "Broken": _pre_filter_plugin("Broken", Status(Code.ERROR, ("no state",)))}
+    fwk = Framework(profile([PluginRef("Sort"), PluginRef("Binder"), PluginRef("Broken")]), registry, None)
+    _, status, _ = fwk.run_pre_filter(CycleState(), POD, Snapshot(make_table(2)))
+    assert status.code == Code.ERROR
+    assert status.message() == 'running PreFilter plugin "Broken": no state'
+
+
+class Waits:
+    name = "Waits"
+
+    def __init__(self, args, handle):
+        pass
+
+    def permit(self, state, pod, node_name):
+        return Status(Code.WAIT, ("waiting for the gang",)), 1200.0
+
+
+async def test_a_waiting_permit_says_why_and_times_out_with_upstreams_wording():
+    registry = {**REGISTRY, "Waits": Waits}
+    fwk = Framework(profile([PluginRef("Sort"), PluginRef("Binder"), PluginRef("Waits")]), registry, None)
+    status = fwk.run_permit(CycleState(), POD, "node-0")
+    assert status.code == Code.WAIT
+    assert status.reasons == (
+        "waiting for the gang",
+        "one or more plugins asked to wait and no plugin rejected pod",
+    )
+    waiting = fwk.waiting_pods[POD.uid]
+    # the timeout is cut to upstream's 15 minutes; the message prints it as a Go duration
+    assert waiting.timeouts == {"Waits": 900.0}
+    waiting.reject("Waits", waiting.timeout_message("Waits"))
+    rejected = await fwk.wait_on_permit(POD)
+    assert rejected.message() == "rejected due to timeout after waiting 15m0s at plugin Waits"
 
 
 class _Metrics:
