@@ -5,7 +5,7 @@ it imports nothing else of the scheduler.
 """
 
 from scheduler.api.objects import ContainerImage, HostPort, MalformedObject, Node, Pod
-from scheduler.api.resources import Resource, pod_requests
+from scheduler.api.resources import PodResources, Resource, pod_resources
 from scheduler.api.selectors import LabelSelector, NodeSelector, NodeSelectorTerm, SelectorError
 from scheduler.api.taints import Taint, Toleration
 
@@ -18,9 +18,10 @@ __all__ = [
     "NodeSelector",
     "NodeSelectorTerm",
     "Pod",
+    "PodResources",
     "Resource",
     "SelectorError",
     "Taint",
     "Toleration",
-    "pod_requests",
+    "pod_resources",
 ]

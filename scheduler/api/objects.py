@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from scheduler.api.quantity import QuantityError
-from scheduler.api.resources import Resource, pod_requests
+from scheduler.api.resources import Resource, pod_resources
 from scheduler.api.taints import Taint, Toleration
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
@@ -49,6 +49,7 @@ class Pod:
     namespace: str
     name: str
     resource_version: str = ""
+    generation: int = 0  # metadata.generation; conditions the scheduler writes observe it
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
     owner_references: tuple[Mapping[str, Any], ...] = ()
@@ -61,8 +62,12 @@ class Pod:
     creation_timestamp: str = ""
     start_time: str = ""  # status.startTime, set by the kubelet; "" until the pod has started
     deletion_timestamp: str | None = None
+    # What the pod asks of a node (a resize in progress included), what it adds to the node's
+    # non-zero totals, and what the resource scorers compare when it is the pod being scheduled:
+    # see scheduler.api.resources.PodResources.
     requests: Resource = field(default_factory=Resource)
     non_zero_requests: Resource = field(default_factory=Resource)
+    scoring_requests: Resource = field(default_factory=Resource)
     node_selector: Mapping[str, str] = field(default_factory=dict)
     affinity: Mapping[str, Any] | None = None
     tolerations: tuple[Toleration, ...] = ()
@@ -116,6 +121,7 @@ class Pod:
             if not isinstance(containers, list):
                 raise MalformedObject("Pod", key, "spec.containers must be a list")
             init_containers = spec.get("initContainers") or []
+            resources = pod_resources(spec, status)
             # Only sidecars (restartable init containers) keep their ports while the pod runs.
             sidecars = [c for c in init_containers if c.get("restartPolicy") == "Always"]
             host_ports = tuple(
@@ -131,6 +137,7 @@ class Pod:
                 namespace=meta.get("namespace") or "default",
                 name=meta["name"],
                 resource_version=str(meta.get("resourceVersion", "")),
+                generation=int(meta.get("generation") or 0),
                 labels=meta.get("labels") or {},
                 annotations=meta.get("annotations") or {},
                 owner_references=tuple(meta.get("ownerReferences") or ()),
@@ -143,8 +150,9 @@ class Pod:
                 creation_timestamp=meta.get("creationTimestamp") or "",
                 start_time=status.get("startTime") or "",
                 deletion_timestamp=meta.get("deletionTimestamp"),
-                requests=pod_requests(spec),
-                non_zero_requests=pod_requests(spec, non_zero=True),
+                requests=resources.requests,
+                non_zero_requests=resources.non_zero,
+                scoring_requests=resources.scoring,
                 node_selector=spec.get("nodeSelector") or {},
                 affinity=spec.get("affinity") or None,
                 tolerations=tuple(Toleration.parse(t) for t in spec.get("tolerations") or ()),

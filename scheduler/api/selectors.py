@@ -2,12 +2,36 @@
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 
 class SelectorError(ValueError):
-    """A selector that the API server would have rejected."""
+    """A selector that the API server would have rejected.
+
+    ``messages`` keeps each problem apart so callers can prefix their own path; the text joins
+    them as Go's error aggregates do (duplicates once, several in brackets).
+    """
+
+    def __init__(self, *messages: str) -> None:
+        unique = tuple(dict.fromkeys(messages))
+        super().__init__(unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]")
+        self.messages = messages
+
+
+_GO_DECIMAL = re.compile(r"[+-]?[0-9]+")
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def parse_int64(text: str) -> int | None:
+    """Go's ``strconv.ParseInt(text, 10, 64)``, which Gt/Lt use: None where Go fails (Python's
+    ``int`` would also take ``1_000``, spaces and values beyond int64)."""
+    if not _GO_DECIMAL.fullmatch(text):
+        return None
+    number = int(text)
+    return number if _INT64_MIN <= number <= _INT64_MAX else None
 
 
 @dataclass(slots=True, frozen=True)
@@ -30,11 +54,8 @@ class Requirement:
         if op == "DoesNotExist":
             return self.key not in labels
         value = labels.get(self.key)
-        if value is None:
-            return False
-        try:
-            number = int(value)
-        except ValueError:
+        number = None if value is None else parse_int64(value)
+        if number is None:
             return False
         return number > self.number if op == "Gt" else number < self.number
 
@@ -58,11 +79,26 @@ def _requirement(expression: Mapping, operators: frozenset[str]) -> Requirement:
     if operator in ("Gt", "Lt"):
         if len(values) != 1:
             raise SelectorError(f"values: Required value: must be a single integer for {operator!r}")
-        try:
-            return Requirement(key, operator, number=int(values[0]))
-        except ValueError as exc:
-            raise SelectorError(f"values[0]: Invalid value: {values[0]!r}: must be an integer") from exc
+        number = parse_int64(str(values[0]))
+        if number is None:
+            # upstream's words (labels.NewRequirement), as a PreScore error shows them
+            raise SelectorError(
+                f"values[0]: Invalid value: {json.dumps(str(values[0]))}: "
+                "for 'Gt', 'Lt' operators, the value must be an integer"
+            )
+        return Requirement(key, operator, number=number)
     return Requirement(key, operator, frozenset(str(v) for v in values))
+
+
+def _field_requirement(expression: Mapping) -> Requirement:
+    """A ``matchFields`` clause: In or NotIn with exactly one value (a node name), as upstream's
+    field selectors take it."""
+    requirement = _requirement(expression, frozenset({"In", "NotIn"}))
+    values = [str(v) for v in expression.get("values") or ()]
+    if len(values) != 1:
+        shown = json.dumps(values, separators=(",", ":"))
+        raise SelectorError(f"values: Invalid value: {shown}: must have one element")
+    return requirement
 
 
 @dataclass(slots=True, frozen=True)
@@ -102,13 +138,26 @@ class NodeSelectorTerm:
 
     @classmethod
     def parse(cls, term: Mapping) -> NodeSelectorTerm:
-        expressions = tuple(_requirement(e, _NODE_OPERATORS) for e in term.get("matchExpressions") or ())
+        """Every invalid requirement is reported, each under its ``matchExpressions[i]`` or
+        ``matchFields[i]`` path, as upstream collects them."""
+        errors: list[str] = []
+        expressions = []
+        for i, expr in enumerate(term.get("matchExpressions") or ()):
+            try:
+                expressions.append(_requirement(expr, _NODE_OPERATORS))
+            except SelectorError as exc:
+                errors += (f"matchExpressions[{i}].{m}" for m in exc.messages)
         fields = []
-        for expr in term.get("matchFields") or ():
-            if expr.get("key") != "metadata.name":
-                raise SelectorError(f"matchFields.key: Invalid value: {expr.get('key')!r}")
-            fields.append(_requirement(expr, frozenset({"In", "NotIn"})))
-        return cls(expressions, tuple(fields))
+        for i, expr in enumerate(term.get("matchFields") or ()):
+            try:
+                if expr.get("key") != "metadata.name":
+                    raise SelectorError(f"key: Invalid value: {expr.get('key')!r}")
+                fields.append(_field_requirement(expr))
+            except SelectorError as exc:
+                errors += (f"matchFields[{i}].{m}" for m in exc.messages)
+        if errors:
+            raise SelectorError(*errors)
+        return cls(tuple(expressions), tuple(fields))
 
     def matches(self, labels: Mapping[str, str], node_name: str) -> bool:
         # A term with nothing in it selects no node (upstream's nodeaffinity semantics).
@@ -141,10 +190,19 @@ class PreferredTerm:
 
 
 def parse_preferred_terms(terms: Sequence[Mapping] | None) -> tuple[PreferredTerm, ...]:
-    """preferredDuringSchedulingIgnoredDuringExecution; zero-weight terms are dropped as upstream does."""
+    """preferredDuringSchedulingIgnoredDuringExecution. As upstream, zero-weight and empty terms
+    are dropped unparsed, and the errors of all the others are reported under ``[i]`` paths."""
     result = []
-    for entry in terms or ():
+    errors: list[str] = []
+    for i, entry in enumerate(terms or ()):
         weight = int(entry.get("weight", 0))
-        if weight:
-            result.append(PreferredTerm(weight, NodeSelectorTerm.parse(entry.get("preference") or {})))
+        preference = entry.get("preference") or {}
+        if not weight or not (preference.get("matchExpressions") or preference.get("matchFields")):
+            continue
+        try:
+            result.append(PreferredTerm(weight, NodeSelectorTerm.parse(preference)))
+        except SelectorError as exc:
+            errors += (f"[{i}].{m}" for m in exc.messages)
+    if errors:
+        raise SelectorError(*errors)
     return tuple(result)

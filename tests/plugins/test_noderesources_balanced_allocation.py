@@ -78,3 +78,10 @@ def test_a_node_kept_as_balanced_scores_75_not_100() -> None:
     assert plugin.pre_score(state, pod, cluster.infos) is None
     per_node, batch = per_node_and_batch_score(plugin, state, pod, cluster)
     assert per_node == batch == [65, 71, 75]
+
+
+def test_best_effort_means_no_request_among_the_configured_resources() -> None:
+    # upstream's isBestEffortPod looks at the configured resources only (cpu and memory by default)
+    pod = make_pod(requests={"ephemeral-storage": "1Gi", "example.com/gpu": "1"})
+    status = BalancedAllocation().pre_score(CycleState(), pod, [])
+    assert status is not None and status.is_skip

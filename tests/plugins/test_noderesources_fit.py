@@ -1,8 +1,16 @@
 from __future__ import annotations
 
 import pytest
-from builders import make_node, make_pod, per_node_and_batch_filter, per_node_and_batch_score, table_of
+from builders import (
+    make_node,
+    make_pod,
+    per_node_and_batch_filter,
+    per_node_and_batch_score,
+    pod_dict,
+    table_of,
+)
 
+from scheduler.api import Pod
 from scheduler.config.args import (
     MOST_ALLOCATED,
     REQUESTED_TO_CAPACITY_RATIO,
@@ -355,3 +363,55 @@ def test_batch_scores_follow_pods_placed_after_an_earlier_cycle(args: NodeResour
         )
         cluster.table.sync_row(info)
     assert len(set(batch)) > 1, "the placed pods should have changed some scores"
+
+
+# ---------------------------------------------------------------------------- resizes, pod-level
+
+
+def resizing_pod(name: str, uid: str, spec_cpu: str, allocated_cpu: str) -> Pod:
+    """A pod on node "n" whose spec asks ``spec_cpu`` while the kubelet still holds ``allocated_cpu``."""
+    obj = pod_dict(name, uid=uid, node_name="n", requests={"cpu": spec_cpu})
+    obj["status"]["containerStatuses"] = [
+        {
+            "name": "c0",
+            "resources": {"requests": {"cpu": allocated_cpu}},
+            "allocatedResources": {"cpu": allocated_cpu},
+        }
+    ]
+    return Pod.from_dict(obj)
+
+
+def test_a_pod_resizing_down_on_the_node_still_holds_its_allocated_cpu() -> None:
+    existing = [resizing_pod("shrinking", "s", spec_cpu="1", allocated_cpu="3")]
+    (status,) = run_filter(Fit(), {"requests": {"cpu": "1500m"}}, [make_node("n")], existing)
+    assert status is not None and status.reasons == ("Insufficient cpu",)
+
+
+def test_pod_scale_down_hint_queues_only_once_the_kubelet_releases_the_resources() -> None:
+    pod_hint, _ = hints(Fit())
+    pod = make_pod("pending", uid="me", requests={"cpu": "1"})
+    before = resizing_pod("other", "o", spec_cpu="3", allocated_cpu="3")
+    spec_lowered = resizing_pod("other", "o", spec_cpu="1", allocated_cpu="3")
+    released = resizing_pod("other", "o", spec_cpu="1", allocated_cpu="1")
+    assert pod_hint(pod, before, spec_lowered) == QueueingHint.SKIP
+    assert pod_hint(pod, spec_lowered, released) == QueueingHint.QUEUE
+
+
+def test_node_hint_checks_ignored_resources_too() -> None:
+    # upstream's isFit passes no ignored resources: the pod never fits a node lacking the gpu
+    _, node_hint = hints(Fit(NodeResourcesFitArgs(ignored_resources=[GPU])))
+    pod = make_pod(requests={"cpu": "1", GPU: "1"})
+    assert node_hint(pod, None, make_node("n")) == QueueingHint.SKIP
+    assert node_hint(pod, None, make_node("n", extra={GPU: 1})) == QueueingHint.QUEUE
+
+
+def test_existing_pods_with_pod_level_requests_count_defaults_only_for_what_nothing_states() -> None:
+    obj = pod_dict(
+        "e",
+        node_name="n",
+        containers=[{"name": "a", "resources": {"requests": {"cpu": "1"}}}, {"name": "b"}],
+    )
+    obj["spec"]["resources"] = {"requests": {"memory": "1000"}}
+    # the node's non-zero cpu is 1000 (container b gets no default: "a" states cpu) and memory 1000;
+    # with the incoming pod: cpu (4000-2000)*100/4000 = 50, memory (10000-3000)*100/10000 = 70 -> 60
+    assert score(None, REQ_1CPU_2K, [make_node("n", **NODE_4CPU_10K)], [Pod.from_dict(obj)]) == [60]

@@ -195,7 +195,9 @@ class Fit:
         return QueueingHint.QUEUE if shrank else QueueingHint.SKIP
 
     def _after_node_change(self, pod: Pod, old: Node | None, new: Node) -> QueueingHint:
-        request = make_fit_request(pod.requests, self._ignored, self._ignored_groups)
+        # Upstream's hint checks every requested resource, ignoredResources included: a pod
+        # asking for an ignored resource that the node lacks is not requeued by this hint.
+        request = make_fit_request(pod.requests)
         reasons, _ = insufficient(request, new.allocatable, Resource(), 0)
         if reasons:
             return QueueingHint.SKIP  # it would not fit even on the empty node

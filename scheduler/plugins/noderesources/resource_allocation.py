@@ -23,7 +23,7 @@ _ONE_BY_ONE_LIMIT = 8
 
 
 def pod_request_list(pod: Pod, resources: Sequence[str], non_zero: bool) -> tuple[int, ...]:
-    requests = pod.non_zero_requests if non_zero else pod.requests
+    requests = pod.scoring_requests if non_zero else pod.requests
     return tuple(0 if name == PODS else requests.get(name) for name in resources)
 
 
