@@ -3,12 +3,16 @@
 An image's size counts in proportion to the share of nodes that have it, so a popular image
 does not pull every pod onto the same few nodes (the "node heating" problem).
 
+The images are those of the (init) containers and of image volumes; only containers widen the
+score's range (upstream counts ``len(initContainers) + len(containers)``).
+
 A node's score depends on other nodes too (how many hold each image, how many nodes there are),
 so the batch form memoises scores per image list only until any node changes.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -31,6 +35,25 @@ def normalized_image_name(name: str) -> str:
     if name.rfind(":") <= name.rfind("/"):
         return name + ":latest"
     return name
+
+
+@dataclass(slots=True, frozen=True)
+class PodImages:
+    """What ImageLocality scores a pod by: normalised image names, and how many containers it has."""
+
+    names: tuple[str, ...]
+    num_containers: int
+
+    @classmethod
+    def of(cls, pod: Pod) -> PodImages:
+        volume_images = (
+            (volume["image"].get("reference") or "")
+            for volume in pod.volumes
+            if volume.get("image") is not None
+        )
+        return cls(
+            tuple(normalized_image_name(name) for name in (*pod.images, *volume_images)), len(pod.images)
+        )
 
 
 def calculate_priority(sum_scores: int, num_containers: int) -> int:
@@ -58,36 +81,37 @@ class ImageLocality:
         self._handle = handle
         self._memo = NodeMemo(np.int64, whole_table=True)
 
-    def _images(self, state: CycleState, pod: Pod) -> tuple[str, ...]:
+    def _images(self, state: CycleState, pod: Pod) -> PodImages:
         images = state.get(_PRE_SCORE_KEY)
-        return tuple(normalized_image_name(i) for i in pod.images) if images is None else images
+        return PodImages.of(pod) if images is None else images
 
     def _total_nodes(self) -> int:
         assert self._handle is not None, "ImageLocality needs a handle to count the nodes"
         return len(self._handle.snapshot)
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: Any) -> Status | None:
-        state.write(_PRE_SCORE_KEY, tuple(normalized_image_name(i) for i in pod.images))
+        state.write(_PRE_SCORE_KEY, PodImages.of(pod))
         return None
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
         images = self._images(state, pod)
-        if not images:
+        if not images.names:
             return 0
-        return calculate_priority(sum_image_scores(node_info, images, self._total_nodes()), len(images))
+        summed = sum_image_scores(node_info, images.names, self._total_nodes())
+        return calculate_priority(summed, images.num_containers)
 
     def score_nodes(self, state: CycleState, pod: Pod, table: NodeTable, slots: np.ndarray) -> np.ndarray:
         images = self._images(state, pod)
         scores = np.zeros(len(slots), dtype=np.int64)
-        if not images or not table.has_images.any():
+        if not images.names or not table.has_images.any():
             return scores
         holders = np.flatnonzero(table.has_images[slots])
         if len(holders):
             total = self._total_nodes()
 
             def score(info: NodeInfo) -> int:
-                summed = sum_image_scores(info, images, total)
-                return calculate_priority(summed, len(images)) if summed > MIN_THRESHOLD else 0
+                summed = sum_image_scores(info, images.names, total)
+                return calculate_priority(summed, images.num_containers) if summed > MIN_THRESHOLD else 0
 
             scores[holders] = self._memo.values(
                 table, (images, total), slots[holders], per_node(table, score)

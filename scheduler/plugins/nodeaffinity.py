@@ -44,15 +44,16 @@ _POD_MISMATCH = Status.unresolvable(ERR_REASON_POD)
 _ENFORCED_MISMATCH = Status.unresolvable(ERR_REASON_ENFORCED)
 
 
-def _parse_terms_leniently(terms: Sequence[Mapping]) -> tuple[NodeSelectorTerm, ...]:
-    """Terms that fail to parse select nothing, as upstream ignores their errors when filtering."""
+def _parse_terms_leniently(terms: Sequence[Mapping]) -> tuple[tuple[NodeSelectorTerm, ...], bool]:
+    """The terms that parse, and whether any did not. A term that fails to parse selects nothing,
+    as upstream ignores its error when filtering."""
     parsed = []
     for term in terms:
         try:
             parsed.append(NodeSelectorTerm.parse(term))
         except SelectorError:
             continue
-    return tuple(parsed)
+    return tuple(parsed), len(parsed) < len(terms)
 
 
 @dataclass(slots=True, frozen=True)
@@ -61,12 +62,20 @@ class RequiredNodeAffinity:
 
     labels: tuple[tuple[str, str], ...]
     terms: tuple[NodeSelectorTerm, ...] | None
+    # some required term failed to parse: upstream's match then fails with an error
+    has_invalid_terms: bool = False
 
     @classmethod
     def of(cls, pod: Pod) -> RequiredNodeAffinity:
         required = _required_selector(pod.affinity)
-        terms = None if required is None else _parse_terms_leniently(required.get("nodeSelectorTerms") or ())
-        return cls(tuple(pod.node_selector.items()), terms)
+        if required is None:
+            return cls(tuple(pod.node_selector.items()), None)
+        terms, has_invalid = _parse_terms_leniently(required.get("nodeSelectorTerms") or ())
+        return cls(tuple(pod.node_selector.items()), terms, has_invalid)
+
+    def matches_labels(self, node: Node) -> bool:
+        get = node.labels.get
+        return all(get(key) == value for key, value in self.labels)
 
     def matches(self, node: Node) -> bool:
         labels = node.labels
@@ -79,6 +88,10 @@ class RequiredNodeAffinity:
             return True
         name = node.name
         return any(term.matches(labels, name) for term in terms)
+
+    def fails_with_error(self, node: Node) -> bool:
+        """Upstream's match reports the parse error when the labels match but no valid term does."""
+        return self.has_invalid_terms and self.matches_labels(node) and not self.matches(node)
 
 
 def _node_affinity(affinity: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -147,6 +160,8 @@ class NodeAffinity:
         if not self._added_matches(new):
             return QueueingHint.SKIP
         required = RequiredNodeAffinity.of(pod)
+        if required.fails_with_error(new):
+            return QueueingHint.QUEUE  # upstream's hint queues on the error
         if not required.matches(new):
             return QueueingHint.SKIP
         if old is not None and required.matches(old):

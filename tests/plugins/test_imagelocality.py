@@ -1,8 +1,17 @@
 from __future__ import annotations
 
 import pytest
-from builders import FakeHandle, image_states, make_node, make_pod, per_node_and_batch_score, table_of
+from builders import (
+    FakeHandle,
+    image_states,
+    make_node,
+    make_pod,
+    per_node_and_batch_score,
+    pod_dict,
+    table_of,
+)
 
+from scheduler.api import Pod
 from scheduler.framework import CycleState
 from scheduler.plugins.imagelocality import ImageLocality, calculate_priority, normalized_image_name
 
@@ -86,3 +95,19 @@ def test_batch_scores_follow_other_nodes_pulling_the_image() -> None:
     after = scores()
     assert after[0] > before[0], "a's image is now on two of three nodes: it weighs more"
     assert after[1] == after[0] and after[2] == 0
+
+
+def test_image_volumes_count_towards_the_sum_but_not_the_container_count() -> None:
+    raw = pod_dict("incoming", images=["app:1"])
+    raw["spec"]["volumes"] = [
+        {"name": "models", "image": {"reference": "models/llm", "pullPolicy": "IfNotPresent"}},
+        {"name": "scratch", "emptyDir": {}},
+    ]
+    pod = Pod.from_dict(raw)
+    cluster = table_of([make_node("a", images=[(["models/llm:latest"], 500 * MB)])])
+    plugin = ImageLocality(None, FakeHandle(cluster))
+    state = CycleState()
+    plugin.pre_score(state, pod, cluster.infos)
+    per_node, batch = per_node_and_batch_score(plugin, state, pod, cluster)
+    # one container: 100 * (500 - 23) / (1000 - 23) = 48 (the volume does not widen the range)
+    assert per_node == batch == [48]

@@ -90,8 +90,28 @@ NODES = [
         ),
         (
             "a matchFields term selects by node name",
-            {"affinity": required({"matchFields": [names_in("b", "c")]})},
+            {"affinity": required({"matchFields": [names_in("b")]}, {"matchFields": [names_in("c")]})},
             "bc",
+        ),
+        (
+            "a matchFields requirement naming two nodes is invalid and selects nothing",
+            {"affinity": required({"matchFields": [names_in("b", "c")]})},
+            "",
+        ),
+        (
+            "an Lt value that Go's ParseInt refuses (1_000) makes the term invalid",
+            {"affinity": required({"matchExpressions": [expr("gen", "Lt", "1_000")]})},
+            "",
+        ),
+        (
+            "an Lt value beyond int64 makes the term invalid",
+            {"affinity": required({"matchExpressions": [expr("gen", "Lt", "9223372036854775808")]})},
+            "",
+        ),
+        (
+            "a Gt value with leading zeros is still an integer",
+            {"affinity": required({"matchExpressions": [expr("gen", "Gt", "004")]})},
+            "b",
         ),
         ("an empty term selects nothing", {"affinity": required({})}, ""),
         ("no terms select nothing", {"affinity": required()}, ""),
@@ -251,6 +271,50 @@ def test_pre_score_skips_a_pod_without_preferences() -> None:
     assert status is not None and status.is_skip
 
 
+def test_gt_matches_only_node_labels_that_go_parses_as_int64() -> None:
+    # Python's int() would read "1_0" as 10 and accept values beyond int64; Go's ParseInt does not.
+    plugin = NodeAffinity(None, None)  # type: ignore[arg-type]
+    cluster = table_of(
+        [
+            make_node("a", labels={"gen": "1_0"}),
+            make_node("b", labels={"gen": "99999999999999999999"}),
+            make_node("c", labels={"gen": "7"}),
+        ]
+    )
+    pod = make_pod(affinity=required({"matchExpressions": [expr("gen", "Gt", "4")]}))
+    state = CycleState()
+    plugin.pre_filter(state, pod, None)  # type: ignore[arg-type]
+    per_node, batch = per_node_and_batch_filter(plugin, state, pod, cluster)
+    assert per_node == batch
+    assert [s is None for s in per_node] == [False, False, True]
+
+
+def test_pre_score_fails_with_upstreams_message_for_a_non_integer_gt_preference() -> None:
+    pod = make_pod(
+        affinity=preferred(
+            (0, {"matchExpressions": [expr("gen", "Gt", "zero weight: never parsed")]}),
+            (1, {"matchExpressions": [expr("zone", "Exists"), expr("gen", "Gt", "5Gi")]}),
+            (1, {"matchExpressions": [expr("gen", "Lt", "x")]}),
+        )
+    )
+    status = NodeAffinity(None, None).pre_score(CycleState(), pod, [])  # type: ignore[arg-type]
+    assert status is not None and status.code == Code.ERROR
+    assert status.reasons == (
+        "[[1].matchExpressions[1].values[0]: Invalid value: \"5Gi\": for 'Gt', 'Lt' operators, "
+        'the value must be an integer, [2].matchExpressions[0].values[0]: Invalid value: "x": '
+        "for 'Gt', 'Lt' operators, the value must be an integer]",
+    )
+
+
+def test_a_preferred_term_with_an_empty_preference_is_dropped() -> None:
+    plugin = NodeAffinity(None, None)  # type: ignore[arg-type]
+    pod = make_pod(affinity=preferred((7, {}), (3, {"matchExpressions": [expr("disk", "Exists")]})))
+    state = CycleState()
+    cluster = table_of(NODES)
+    assert plugin.pre_score(state, pod, cluster.infos) is None
+    assert per_node_and_batch_score(plugin, state, pod, cluster) == ([3, 3, 0], [3, 3, 0])
+
+
 def test_an_invalid_added_affinity_is_refused_at_construction() -> None:
     args = NodeAffinityArgs(
         added_affinity=required({"matchExpressions": [expr("zone", "Bogus")]})["nodeAffinity"]
@@ -275,6 +339,32 @@ def test_node_change_hint(case: str, old_labels: dict | None, new_labels: dict, 
     pod = make_pod(node_selector={"zone": "z1"})
     old = None if old_labels is None else make_node("n", labels=old_labels)
     assert event.hint(pod, old, make_node("n", labels=new_labels)) == hint
+
+
+@pytest.mark.parametrize(
+    ("case", "node_selector", "labels", "hint"),
+    [
+        (
+            "a node matching no valid term queues, as upstream's match errors",
+            {},
+            {"zone": "z2"},
+            QueueingHint.QUEUE,
+        ),
+        ("a node matching a valid term queues", {}, {"disk": "ssd"}, QueueingHint.QUEUE),
+        ("a node failing the nodeSelector skips before any term", {"zone": "z1"}, {}, QueueingHint.SKIP),
+    ],
+)
+def test_node_change_hint_with_an_unparsable_required_term(
+    case: str, node_selector: dict, labels: dict, hint: QueueingHint
+) -> None:
+    (event,) = NodeAffinity(None, None).events_to_register()  # type: ignore[arg-type]
+    assert event.hint is not None
+    unparsable = {"matchExpressions": [expr("gen", "Gt", "5Gi")]}
+    pod = make_pod(
+        node_selector=node_selector,
+        affinity=required(unparsable, {"matchExpressions": [expr("disk", "In", "ssd")]}),
+    )
+    assert event.hint(pod, None, make_node("n", labels=labels)) == hint
 
 
 def test_node_change_hint_skips_nodes_outside_the_added_affinity() -> None:

@@ -22,6 +22,8 @@ from scheduler.plugins.nodeports import ERR_REASON, NodePorts
         ("the same specific IP conflicts", [(8080, "TCP", "10.0.0.1")], [(8080, "TCP", "10.0.0.1")], False),
         ("a wanted 0.0.0.0 conflicts with any IP", [(8080, "TCP")], [(8080, "TCP", "10.0.0.2")], False),
         ("a used 0.0.0.0 conflicts with any IP", [(8080, "TCP", "10.0.0.1")], [(8080, "TCP")], False),
+        ("a port without a protocol is TCP", [(8080, "")], [(8080, "TCP")], False),
+        ("an empty hostIP is 0.0.0.0", [(8080, "TCP", "")], [(8080, "TCP", "10.0.0.2")], False),
     ],
 )
 def test_filter(case: str, wanted: list, in_use: list, fits: bool) -> None:
@@ -68,3 +70,21 @@ def test_pod_delete_hint(case: str, deleted: dict, hint: QueueingHint) -> None:
     pod_event, node_event = NodePorts().events_to_register()
     assert node_event.hint is None and pod_event.hint is not None
     assert pod_event.hint(make_pod("p", host_ports=[(80, "TCP")]), make_pod("gone", **deleted), None) == hint
+
+
+def test_only_sidecar_init_containers_hold_host_ports() -> None:
+    # upstream's GetHostPorts: init containers count only with restartPolicy Always
+    def init(name: str, **extra: str) -> dict:
+        return {"name": name, "image": "i", "ports": [{"containerPort": 80, "hostPort": 80}], **extra}
+
+    plugin = NodePorts()
+    plain = make_pod("plain", init_containers=[init("setup")])
+    _, status = plugin.pre_filter(CycleState(), plain, None)  # type: ignore[arg-type]
+    assert status is not None and status.is_skip
+    sidecar = make_pod("sidecar", init_containers=[init("proxy", restartPolicy="Always")])
+    state = CycleState()
+    assert plugin.pre_filter(state, sidecar, None) == (None, None)  # type: ignore[arg-type]
+    cluster = table_of([make_node("n")], [make_pod("user", node_name="n", host_ports=[(80, "TCP")])])
+    per_node, batch = per_node_and_batch_filter(plugin, state, sidecar, cluster)
+    assert per_node == batch
+    assert per_node[0] is not None and per_node[0].reasons == (ERR_REASON,)

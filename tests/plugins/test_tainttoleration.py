@@ -39,6 +39,18 @@ def tol(key: str = "foo", value: str = "bar", effect: str = "", operator: str = 
         ("an empty-key Exists toleration tolerates all", [FOO_NO_EXECUTE], [{"operator": "Exists"}], True),
         ("a toleration for another effect does not", [FOO_NO_SCHEDULE], [tol(effect="NoExecute")], False),
         (
+            "a toleration without an operator compares values (Equal)",
+            [FOO_NO_SCHEDULE],
+            [{"key": "foo", "value": "bar"}],
+            True,
+        ),
+        (
+            "a Gt toleration tolerates nothing: TaintTolerationComparisonOperators is off at v1.36",
+            [("gen", "5", "NoSchedule")],
+            [tol(key="gen", value="3", operator="Gt")],
+            False,
+        ),
+        (
             "every hard taint must be tolerated",
             [FOO_NO_SCHEDULE, ("dedicated", "gpu", "NoSchedule")],
             [tol(effect="NoSchedule")],
@@ -89,6 +101,15 @@ def test_a_toleration_without_effect_tolerates_prefer_no_schedule_taints_when_sc
     state = CycleState()
     plugin.pre_score(state, pod, cluster.infos)
     assert per_node_and_batch_score(plugin, state, pod, cluster) == ([0], [0])
+
+
+def test_tolerations_for_another_effect_do_not_count_when_scoring() -> None:
+    cluster = table_of([make_node("one", taints=[FOO_PREFER])])
+    plugin = TaintToleration()
+    pod = make_pod(tolerations=[tol(effect="NoSchedule")])
+    state = CycleState()
+    plugin.pre_score(state, pod, cluster.infos)
+    assert per_node_and_batch_score(plugin, state, pod, cluster) == ([1], [1])
 
 
 def test_no_soft_taints_anywhere_gives_every_node_the_maximum() -> None:
