@@ -137,6 +137,16 @@ def run_filter(handle: FakeHandle, incoming: Pod, args: Any = None) -> tuple[Sta
 
 DB = {"app": "db"}
 WEB = {"app": "web"}
+# A term as the API server stores it: mismatchLabelKeys folded in as ``tenant NotIn (a)``.
+FOLDED_MISMATCH_TERM = term(
+    None,
+    HOST,
+    mismatchLabelKeys=["tenant"],
+    labelSelector={
+        "matchLabels": {"app": "web"},
+        "matchExpressions": [{"key": "tenant", "operator": "NotIn", "values": ["a"]}],
+    },
+)
 
 FILTER_CASES = [
     pytest.param(
@@ -238,22 +248,22 @@ FILTER_CASES = [
             affinity=affinity(required=[term(DB, matchLabelKeys=["tenant"])]),
         ),
         [pod("db-b", "n1", {"app": "db", "tenant": "b"}), pod("db-a", "n3", {"app": "db", "tenant": "a"})],
-        [AFF, AFF, OK, AFF],
-        id="matchLabelKeys narrow affinity to pods with the same label value",
+        [OK, OK, OK, AFF],
+        id="the scheduler leaves matchLabelKeys to the API server and selects by labelSelector alone",
     ),
     pytest.param(
         pod(
             "in",
             "",
             {"app": "web", "tenant": "a"},
-            affinity=affinity(anti=[term({"app": "web"}, HOST, mismatchLabelKeys=["tenant"])]),
+            affinity=affinity(anti=[FOLDED_MISMATCH_TERM]),
         ),
         [
             pod("web-b", "n1", {"app": "web", "tenant": "b"}),
             pod("web-a", "n2", {"app": "web", "tenant": "a"}),
         ],
         [ANTI, OK, OK, OK],
-        id="mismatchLabelKeys aim anti-affinity at other tenants only",
+        id="mismatchLabelKeys folded into the selector by the API server aim at other tenants only",
     ),
 ]
 
@@ -490,6 +500,124 @@ def test_node_event_hints(new: Any, expected: QueueingHint) -> None:
 def test_node_without_any_topology_key_skips() -> None:
     target = pod("in", affinity=affinity(required=[term(DB)]))
     assert hints()["Node"](target, None, make_node("n")) is QueueingHint.SKIP
+
+
+def test_the_target_pods_own_label_update_queues() -> None:
+    target = pod("in", labels={"v": "1"}, uid="u-in", affinity=affinity(required=[term(DB)]))
+    relabelled = pod("in", labels={"v": "2"}, uid="u-in", affinity=affinity(required=[term(DB)]))
+    assert hints()["Pod"](target, target, relabelled) is QueueingHint.QUEUE
+
+
+def test_a_pod_nominated_to_a_node_counts_as_placed() -> None:
+    nominated = pod("db", "", DB, nominated_node_name="n1")
+    assert hints()["Pod"](TARGET, None, nominated) is QueueingHint.QUEUE
+
+
+@pytest.mark.parametrize(
+    ("deleted", "expected"),
+    [
+        pytest.param(
+            pod("guard", "n1", affinity=affinity(anti=[term(WEB, HOST)])),
+            QueueingHint.QUEUE,
+            id="a deleted pod whose required anti-affinity matched the target queues",
+        ),
+        pytest.param(
+            pod("guard", "n1", affinity=affinity(anti=[term(DB, HOST)])),
+            QueueingHint.SKIP,
+            id="a deleted pod whose required anti-affinity spared the target skips",
+        ),
+    ],
+)
+def test_deleted_pods_anti_affinity_hint(deleted: Pod, expected: QueueingHint) -> None:
+    target = pod("in", "", WEB, affinity=affinity(required=[term(DB)]))
+    assert hints()["Pod"](target, deleted, None) is expected
+
+
+@pytest.mark.parametrize(
+    ("namespace_selector", "expected"),
+    [
+        pytest.param(
+            {"matchLabels": {"team": "a"}},
+            QueueingHint.SKIP,
+            id="hints match terms with no namespace labels, so a labelled namespaceSelector never matches",
+        ),
+        pytest.param({}, QueueingHint.QUEUE, id="hints match an empty namespaceSelector to every namespace"),
+    ],
+)
+def test_pod_hints_ignore_namespace_labels(namespace_selector: Mapping, expected: QueueingHint) -> None:
+    target = pod("in", affinity=affinity(required=[term(DB, namespaceSelector=namespace_selector)]))
+    plugin = InterPodAffinity(None, NamespaceHandle())
+    hint = {h.event.resource: h.hint for h in plugin.events_to_register()}["Pod"]
+    assert hint(target, None, pod("db", "n1", DB, namespace="other")) is expected
+
+
+ANTI_ZONE = pod("in", affinity=affinity(anti=[term(WEB)]))
+AFFINITY_ZONE = pod("in", affinity=affinity(required=[term(DB)]))
+
+
+@pytest.mark.parametrize(
+    ("target", "old", "new", "expected"),
+    [
+        pytest.param(
+            ANTI_ZONE,
+            None,
+            make_node("n"),
+            QueueingHint.QUEUE,
+            id="any node added queues a pod with required anti-affinity, even without the key",
+        ),
+        pytest.param(
+            ANTI_ZONE,
+            make_node("n", labels={ZONE: "z1"}),
+            make_node("n"),
+            QueueingHint.QUEUE,
+            id="a node losing an anti-affinity topology key queues",
+        ),
+        pytest.param(
+            ANTI_ZONE,
+            make_node("n"),
+            make_node("n", labels={ZONE: "z1"}),
+            QueueingHint.SKIP,
+            id="a node gaining an anti-affinity topology key skips",
+        ),
+        pytest.param(
+            ANTI_ZONE,
+            make_node("n", labels={ZONE: "z1"}),
+            make_node("n", labels={ZONE: "z2"}),
+            QueueingHint.QUEUE,
+            id="a node moving between anti-affinity domains queues",
+        ),
+        pytest.param(
+            AFFINITY_ZONE,
+            make_node("n"),
+            make_node("n", labels={ZONE: "z1"}),
+            QueueingHint.QUEUE,
+            id="a node gaining an affinity topology key queues",
+        ),
+        pytest.param(
+            AFFINITY_ZONE,
+            make_node("n", labels={ZONE: "z1"}),
+            make_node("n", labels={ZONE: "z2"}),
+            QueueingHint.QUEUE,
+            id="a node moving between affinity domains queues",
+        ),
+        pytest.param(
+            AFFINITY_ZONE,
+            make_node("n", labels={ZONE: "z1"}),
+            make_node("n", labels={ZONE: "z1", "x": "y"}),
+            QueueingHint.SKIP,
+            id="a label update leaving the affinity topology key alone skips",
+        ),
+        pytest.param(
+            AFFINITY_ZONE,
+            make_node("n", labels={ZONE: "z1"}),
+            make_node("n"),
+            QueueingHint.SKIP,
+            id="a node losing an affinity topology key skips",
+        ),
+    ],
+)
+def test_node_update_hints(target: Pod, old: Any, new: Any, expected: QueueingHint) -> None:
+    assert hints()["Node"](target, old, new) is expected
 
 
 # ---------------------------------------------------------------------------- randomized agreement

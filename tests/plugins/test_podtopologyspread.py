@@ -192,6 +192,20 @@ FILTER_CASES = [
         id="matchLabelKeys still count pods of the same revision",
     ),
     pytest.param(
+        pod(
+            "in",
+            labels={"foo": "", "rev": "1"},
+            constraints=[spread(selector=None, matchLabelKeys=["rev"])],
+        ),
+        four_nodes(),
+        [
+            pod("p-a1", "node-a", labels={"foo": "", "rev": "1"}),
+            pod("p-b1", "node-b", labels={"foo": "", "rev": "1"}),
+        ],
+        [OK, OK, OK, OK],
+        id="a constraint without labelSelector matches no pod, matchLabelKeys or not",
+    ),
+    pytest.param(
         pod("in", constraints=[spread(), spread(HOST)]),
         four_nodes(),
         [pod("p-a1", "node-a"), pod("p-x1", "node-x"), pod("p-x2", "node-y")],
@@ -246,6 +260,17 @@ def test_schedule_anyway_constraints_do_not_filter() -> None:
     status, _ = run_filter(
         PodTopologySpread(None, handle), handle, pod("in", constraints=[spread(when="ScheduleAnyway")])
     )
+    assert status is not None and status.is_skip
+
+
+def test_a_constraint_without_when_unsatisfiable_neither_filters_nor_scores() -> None:
+    handle = FakeHandle(table_of(four_nodes(), [pod("p-a1", "node-a"), pod("p-b1", "node-b")]))
+    plugin = PodTopologySpread(None, handle)
+    unspecified = {"maxSkew": 1, "topologyKey": ZONE, "labelSelector": FOO}
+    incoming = pod("in", constraints=[unspecified])
+    status, _ = run_filter(plugin, handle, incoming)
+    assert status is not None and status.is_skip
+    status = plugin.pre_score(CycleState(), incoming, list(handle.snapshot.node_infos()))
     assert status is not None and status.is_skip
 
 
@@ -560,6 +585,12 @@ def hints(plugin: PodTopologySpread) -> dict[str, Any]:
             None, pod("p", "node-a", labels={}), QueueingHint.SKIP, id="a non-matching pod added skips"
         ),
         pytest.param(None, pod("p"), QueueingHint.SKIP, id="an unassigned pod added skips"),
+        pytest.param(
+            None,
+            pod("p", nominated_node_name="node-a"),
+            QueueingHint.QUEUE,
+            id="a matching pod nominated to a node counts as placed and queues",
+        ),
         pytest.param(
             None,
             pod("p", "node-a", namespace="other"),

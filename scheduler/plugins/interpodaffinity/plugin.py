@@ -61,6 +61,8 @@ from scheduler.plugins.topology_columns import DomainColumns
 
 _PRE_FILTER_KEY = "PreFilter" + names.INTER_POD_AFFINITY
 _PRE_SCORE_KEY = "PreScore" + names.INTER_POD_AFFINITY
+# Upstream's queueing hints match terms against no namespace labels at all.
+_NO_LABELS: Mapping[str, str] = {}
 
 
 class _NamespaceLabels:
@@ -126,19 +128,22 @@ class InterPodAffinity:
         )
 
     def _after_pod_change(self, pod: Pod, old: Pod | None, new: Pod | None) -> QueueingHint:
-        if (new is not None and not new.node_name) or (old is not None and not old.node_name):
-            return QueueingHint.SKIP  # only assigned pods take part in (anti-)affinity
+        """Upstream's hint: terms are matched with no namespace labels (a namespaceSelector
+        counts only when it selects a namespace without labels, e.g. ``{}``)."""
+        if old is not None and new is not None and new.uid == pod.uid:
+            return QueueingHint.QUEUE  # its own labels changed: other pods may hate it no more
+        if any(p is not None and not (p.node_name or p.nominated_node_name) for p in (old, new)):
+            return QueueingHint.SKIP  # only placed (or nominated) pods take part
         try:
             terms = parse_pod_terms(pod)
         except SelectorError:
             return QueueingHint.QUEUE
-        ns_labels = _NamespaceLabels(self._handle)
 
         def all_affinity(p: Pod) -> bool:
-            return matches_all(terms.required_affinity, p, ns_labels(p.namespace))
+            return matches_all(terms.required_affinity, p, _NO_LABELS)
 
         def all_anti(p: Pod) -> bool:
-            return matches_all(terms.required_anti_affinity, p, ns_labels(p.namespace))
+            return matches_all(terms.required_anti_affinity, p, _NO_LABELS)
 
         if old is not None and new is not None:
             if not all_affinity(old) and all_affinity(new):
@@ -146,19 +151,35 @@ class InterPodAffinity:
             return QueueingHint.QUEUE if all_anti(old) and not all_anti(new) else QueueingHint.SKIP
         if new is not None:
             return QueueingHint.QUEUE if all_affinity(new) else QueueingHint.SKIP
-        if old is not None and all_anti(old):
+        if old is None:
+            return QueueingHint.SKIP
+        if all_anti(old):
             return QueueingHint.QUEUE
-        return QueueingHint.SKIP
+        try:  # the deleted pod may have been the one whose anti-affinity kept this pod away
+            theirs = self._terms.terms(old)
+        except SelectorError:
+            return QueueingHint.QUEUE
+        hated = matches_all(theirs.required_anti_affinity, pod, _NO_LABELS)
+        return QueueingHint.QUEUE if hated else QueueingHint.SKIP
 
     def _after_node_change(self, pod: Pod, old: Node | None, new: Node | None) -> QueueingHint:
+        """A node may help when it joins, enters or moves between an affinity term's domains,
+        or (for anti-affinity) joins at all, leaves a term's domains or moves between them."""
         if new is None:
             return QueueingHint.SKIP
         try:
             terms = parse_pod_terms(pod)
         except SelectorError:
             return QueueingHint.QUEUE
-        for t in (*terms.required_affinity, *terms.required_anti_affinity):
-            if t.topology_key in new.labels:
+        for t in terms.required_affinity:
+            now = new.labels.get(t.topology_key)
+            if now is not None and (old is None or old.labels.get(t.topology_key) != now):
+                return QueueingHint.QUEUE
+        for t in terms.required_anti_affinity:
+            if old is None:
+                return QueueingHint.QUEUE
+            was = old.labels.get(t.topology_key)
+            if was is not None and new.labels.get(t.topology_key) != was:
                 return QueueingHint.QUEUE
         return QueueingHint.SKIP
 

@@ -2,9 +2,9 @@
 
 Namespace rules follow upstream: a term with neither ``namespaces`` nor ``namespaceSelector``
 means the owning pod's namespace; a ``namespaceSelector`` of ``{}`` means every namespace; a
-missing ``labelSelector`` matches no pod. ``matchLabelKeys`` / ``mismatchLabelKeys`` are folded
-into the selector with the owning pod's label values (the API server does the same on create, so
-doing it again is harmless).
+missing ``labelSelector`` matches no pod. ``matchLabelKeys`` / ``mismatchLabelKeys`` are left
+alone, as upstream's scheduler does: the API server folds them into ``labelSelector`` when it
+creates the pod, with the label values the pod had then.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.api import LabelSelector, Pod
-from scheduler.api.selectors import Requirement
 
 # Every namespace carries this label (set by the API server), so it is known without a lister.
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
@@ -54,26 +53,9 @@ class PodTerms:
         return bool(self.preferred_affinity or self.preferred_anti_affinity)
 
 
-def _label_keys_requirements(term: Mapping[str, Any], labels: Mapping[str, str]) -> tuple[Requirement, ...]:
-    match = tuple(
-        Requirement(key, "In", frozenset({labels[key]}))
-        for key in term.get("matchLabelKeys") or ()
-        if key in labels
-    )
-    mismatch = tuple(
-        Requirement(key, "NotIn", frozenset({labels[key]}))
-        for key in term.get("mismatchLabelKeys") or ()
-        if key in labels
-    )
-    return match + mismatch
-
-
 def parse_term(pod: Pod, term: Mapping[str, Any]) -> AffinityTerm:
     """One v1.PodAffinityTerm of ``pod``; raises SelectorError when a selector is invalid."""
     selector = LabelSelector.parse(term.get("labelSelector"))
-    extra = _label_keys_requirements(term, pod.labels)
-    if extra and selector is not None:
-        selector = LabelSelector(selector.requirements + extra)
     raw_namespaces = term.get("namespaces") or ()
     raw_ns_selector = term.get("namespaceSelector")
     if not raw_namespaces and raw_ns_selector is None:

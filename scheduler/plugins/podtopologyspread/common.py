@@ -69,21 +69,22 @@ class SpreadConstraint:
 def _merge_match_label_keys(
     selector: LabelSelector | None, keys: Sequence[str], pod_labels: Mapping[str, str]
 ) -> LabelSelector | None:
-    """matchLabelKeys add ``key In (pod's value)`` for every key the pod carries."""
+    """matchLabelKeys add ``key In (pod's value)`` for every key the pod carries. A missing
+    selector stays missing: upstream's merge keeps a "matches nothing" selector as it is."""
     extra = tuple(Requirement(key, "In", frozenset({pod_labels[key]})) for key in keys if key in pod_labels)
-    if not extra:
+    if not extra or selector is None:
         return selector
-    # A missing selector matches nothing, but merged with the pod's values it selects by them alone.
-    return LabelSelector(extra + (selector.requirements if selector is not None else ()))
+    return LabelSelector(extra + selector.requirements)
 
 
 def parse_constraints(
     raw: Iterable[Mapping[str, Any]], pod_labels: Mapping[str, str], action: str
 ) -> list[SpreadConstraint]:
-    """The constraints with ``whenUnsatisfiable == action``; raises SelectorError on a bad selector."""
+    """The constraints with ``whenUnsatisfiable == action`` (one without it is neither kind);
+    raises SelectorError on a bad selector."""
     result = []
     for c in raw:
-        if c.get("whenUnsatisfiable", DO_NOT_SCHEDULE) != action:
+        if c.get("whenUnsatisfiable") != action:
             continue
         selector = LabelSelector.parse(c.get("labelSelector"))
         selector = _merge_match_label_keys(selector, c.get("matchLabelKeys") or (), pod_labels)

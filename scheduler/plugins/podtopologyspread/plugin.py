@@ -67,6 +67,15 @@ _PRE_FILTER_KEY = "PreFilter" + names.POD_TOPOLOGY_SPREAD
 _PRE_SCORE_KEY = "PreScore" + names.POD_TOPOLOGY_SPREAD
 
 
+def _involved(changed: Pod, pod: Pod) -> bool:
+    """Can ``changed`` alter ``pod``'s spreading? The pod itself, or a pod of its namespace that
+    is bound or nominated to a node (upstream counts nominated pods as placed here)."""
+    if changed.uid == pod.uid:
+        return True
+    placed = bool(changed.node_name or changed.nominated_node_name)
+    return placed and changed.namespace == pod.namespace
+
+
 class PodTopologySpread:
     name: ClassVar[str] = names.POD_TOPOLOGY_SPREAD
 
@@ -112,14 +121,8 @@ class PodTopologySpread:
         )
 
     def _after_pod_change(self, pod: Pod, old: Pod | None, new: Pod | None) -> QueueingHint:
-        for changed in (old, new):
-            involved = (
-                changed is None
-                or changed.uid == pod.uid
-                or (bool(changed.node_name) and changed.namespace == pod.namespace)
-            )
-            if not involved:
-                return QueueingHint.SKIP
+        if any(changed is not None and not _involved(changed, pod) for changed in (old, new)):
+            return QueueingHint.SKIP
         try:
             constraints = self._constraints(pod, DO_NOT_SCHEDULE)
         except SelectorError:
@@ -242,7 +245,7 @@ class PodTopologySpread:
     def score_nodes(self, state: CycleState, pod: Pod, table: NodeTable, slots: np.ndarray) -> np.ndarray:
         found = self._pre_score_state(state)
         self._columns.refresh(table)
-        return score_nodes(found, table, slots)
+        return score_nodes(found, table, slots, self._columns)
 
     def normalize_scores(self, state: CycleState, pod: Pod, scores: np.ndarray) -> None:
         normalize(self._pre_score_state(state), scores)

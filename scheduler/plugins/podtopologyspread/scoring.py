@@ -170,21 +170,17 @@ def score_node(state: PreScoreState, pod: Pod, info: NodeInfo) -> int:
     return math.floor(total + 0.5)  # Go's math.Round on a non-negative value
 
 
-def score_nodes(state: PreScoreState, table: NodeTable, slots: np.ndarray) -> np.ndarray:
-    """:func:`score_node` for every slot at once (same float operations, same order); the state's
-    columns must be refreshed against ``table``."""
-    infos = table.infos
+def score_nodes(
+    state: PreScoreState, table: NodeTable, slots: np.ndarray, columns: DomainColumns
+) -> np.ndarray:
+    """:func:`score_node` for every slot at once (same float operations, same order);
+    ``columns`` (whose columns the state holds) must be refreshed against ``table``."""
     total = np.zeros(len(slots), dtype=np.float64)
     for i, c in enumerate(state.constraints):
         domains = state.columns[i].ids[slots]
         has_key = domains >= 0
         if c.topology_key == LABEL_HOSTNAME:
-            by_name = state.node_counts[i]
-            counts = np.fromiter(
-                (by_name.get(infos[slot].name, 0) for slot in slots.tolist()),  # type: ignore[union-attr]
-                dtype=np.int64,
-                count=len(slots),
-            )
+            counts = per_slot(columns, table.capacity, state.node_counts[i])[slots]
         else:
             counts = lookup(state.counts[i], domains)
         total = np.where(has_key, total + (counts * state.weights[i] + float(c.max_skew - 1)), total)
