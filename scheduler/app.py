@@ -42,6 +42,7 @@ from scheduler.framework.interface import (
     PERSISTENT_VOLUME,
     PERSISTENT_VOLUME_CLAIM,
     STORAGE_CLASS,
+    VOLUME_ATTACHMENT,
 )
 from scheduler.leaderelection import LeaderElector, LeadershipLost, default_identity
 from scheduler.metrics import SchedulerMetrics
@@ -67,6 +68,7 @@ PLUGIN_RESOURCES: dict[str, tuple[str, str]] = {
     "csinodes": ("/apis/storage.k8s.io/v1/csinodes", CSI_NODE),
     "csidrivers": ("/apis/storage.k8s.io/v1/csidrivers", CSI_DRIVER),
     "csistoragecapacities": ("/apis/storage.k8s.io/v1/csistoragecapacities", CSI_STORAGE_CAPACITY),
+    "volumeattachments": ("/apis/storage.k8s.io/v1/volumeattachments", VOLUME_ATTACHMENT),
     "namespaces": ("/api/v1/namespaces", ""),
     "services": ("/api/v1/services", ""),
     "replicationcontrollers": ("/api/v1/replicationcontrollers", ""),

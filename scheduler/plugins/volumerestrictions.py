@@ -30,7 +30,8 @@ from scheduler.plugins.volumebinding.storage import READ_WRITE_ONCE_POD, Obj, ac
 
 ERR_REASON_DISK_CONFLICT = "node(s) had no available disk"
 ERR_REASON_RWOP_CONFLICT = (
-    "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
+    "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use "
+    "by another pod"
 )
 _DISKS = ("gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi")
 _STATE_KEY = "PreFilter" + names.VOLUME_RESTRICTIONS
@@ -40,11 +41,16 @@ _RWOP_CONFLICT = Status.unschedulable(ERR_REASON_RWOP_CONFLICT)
 
 @dataclass(slots=True)
 class _State:
-    rwop_claims: frozenset[str]  # "namespace/name" of the pod's ReadWriteOncePod claims
+    rwop_claims: frozenset[str]  # names of the pod's ReadWriteOncePod claims
     conflicts: int  # how many of them scheduled pods already use
 
     def clone(self) -> _State:
         return _State(self.rwop_claims, self.conflicts)
+
+    def conflicts_of(self, other: Pod) -> int:
+        """Volumes of ``other`` naming one of the claims. As upstream, by claim name alone (not
+        namespace), once per volume: preemption's add/remove keep the count this way."""
+        return sum(1 for name in _claim_names(other) if name in self.rwop_claims)
 
 
 def _has_disk(volume: Mapping[str, Any]) -> bool:
@@ -71,19 +77,20 @@ def volumes_conflict(volume: Mapping[str, Any], existing: Mapping[str, Any]) -> 
     if rbd is not None and other is not None:
         return (
             bool(set(rbd.get("monitors") or ()) & set(other.get("monitors") or ()))
-            and (rbd.get("pool") or "rbd") == (other.get("pool") or "rbd")
+            and rbd.get("pool") == other.get("pool")
             and rbd.get("image") == other.get("image")
             and _read_write(rbd, other)
         )
     return False
 
 
-def _claim_keys(pod: Pod) -> set[str]:
-    return {
-        f"{pod.namespace}/{v['persistentVolumeClaim'].get('claimName')}"
+def _claim_names(pod: Pod) -> list[str]:
+    """The claim of each PVC volume, in the pod's order."""
+    return [
+        str(v["persistentVolumeClaim"].get("claimName") or "")
         for v in pod.volumes
         if v.get("persistentVolumeClaim") is not None
-    }
+    ]
 
 
 class VolumeRestrictions:
@@ -97,7 +104,8 @@ class VolumeRestrictions:
     def events_to_register(self) -> Iterable[ClusterEventWithHint]:
         return (
             ClusterEventWithHint(ClusterEvent(POD, ActionType.DELETE), self._after_pod_deleted),
-            ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT)),
+            # queueing hints are on (GA): upstream then registers node additions only
+            ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD)),
             ClusterEventWithHint(
                 ClusterEvent(PERSISTENT_VOLUME_CLAIM, ActionType.ADD), self._after_claim_added
             ),
@@ -105,12 +113,13 @@ class VolumeRestrictions:
 
     @staticmethod
     def _after_pod_deleted(pod: Pod, old: Pod | None, new: Any) -> QueueingHint:
-        if old is None or not old.node_name:
+        # upstream ignores pods of other namespaces, even for (cluster-wide) disks
+        if old is None or old.namespace != pod.namespace:
             return QueueingHint.SKIP
-        if _claim_keys(pod) & _claim_keys(old):
-            return QueueingHint.QUEUE
         disks = [v for v in pod.volumes if _has_disk(v)]
         if any(volumes_conflict(v, e) for v in disks for e in old.volumes):
+            return QueueingHint.QUEUE
+        if set(_claim_names(pod)) & set(_claim_names(old)):
             return QueueingHint.QUEUE
         return QueueingHint.SKIP
 
@@ -118,8 +127,9 @@ class VolumeRestrictions:
     def _after_claim_added(pod: Pod, old: Obj | None, new: Obj | None) -> QueueingHint:
         if new is None:
             return QueueingHint.SKIP
-        key = f"{meta(new).get('namespace')}/{meta(new).get('name')}"
-        return QueueingHint.QUEUE if key in _claim_keys(pod) else QueueingHint.SKIP
+        if meta(new).get("namespace") != pod.namespace:
+            return QueueingHint.SKIP
+        return QueueingHint.QUEUE if meta(new).get("name") in _claim_names(pod) else QueueingHint.SKIP
 
     def pre_filter(
         self, state: CycleState, pod: Pod, nodes: NodeLister
@@ -128,24 +138,23 @@ class VolumeRestrictions:
             return None, Status.skip()
         needs_disk_check = any(_has_disk(v) for v in pod.volumes)
         rwop: set[str] = set()
-        claims = _claim_keys(pod)
-        if claims:
+        claim_names = _claim_names(pod)
+        if claim_names:
             assert self._handle is not None
             lister = self._handle.lister("persistentvolumeclaims")
-            for key in sorted(claims):
-                pvc = lister.get(key)
+            for name in claim_names:  # the first missing one is reported, as upstream
+                pvc = lister.get(f"{pod.namespace}/{name}")
                 if pvc is None:
-                    return None, Status.unresolvable(
-                        f'persistentvolumeclaim "{key.split("/", 1)[1]}" not found'
-                    )
+                    return None, Status.unresolvable(f'persistentvolumeclaim "{name}" not found')
                 if READ_WRITE_ONCE_POD in access_modes(pvc):
-                    rwop.add(key)
+                    rwop.add(name)
         conflicts = 0
         if rwop:
+            keys = {f"{pod.namespace}/{name}" for name in rwop}
             in_use: set[str] = set()
             for info in nodes.node_infos():
                 if info.pvc_ref_counts:
-                    in_use.update(rwop.intersection(info.pvc_ref_counts))
+                    in_use.update(keys.intersection(info.pvc_ref_counts))
             conflicts = len(in_use)
         if not needs_disk_check and conflicts == 0:
             return None, Status.skip()
@@ -156,7 +165,7 @@ class VolumeRestrictions:
     def add_pod(self, state: CycleState, pod: Pod, pod_to_add: Pod, node_info: NodeInfo) -> Status | None:
         data: _State | None = state.get(_STATE_KEY)
         if data is not None:
-            data.conflicts += len(data.rwop_claims & _claim_keys(pod_to_add))
+            data.conflicts += data.conflicts_of(pod_to_add)
         return None
 
     def remove_pod(
@@ -164,7 +173,7 @@ class VolumeRestrictions:
     ) -> Status | None:
         data: _State | None = state.get(_STATE_KEY)
         if data is not None:
-            data.conflicts -= len(data.rwop_claims & _claim_keys(pod_to_remove))
+            data.conflicts -= data.conflicts_of(pod_to_remove)
         return None
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:

@@ -47,14 +47,23 @@ class PVTopology:
     values: frozenset[str]
 
 
+def _zones(value: str) -> frozenset[str] | None:
+    """The zones of a ``__``-joined label value; None when one of them is empty (upstream's
+    LabelZonesToSet fails then, and the label is ignored as a whole)."""
+    zones = [zone.strip() for zone in value.split("__")]
+    return None if "" in zones else frozenset(zones)
+
+
 def pv_topologies(pv: Obj) -> list[PVTopology]:
     """Zone/region labels of a PV; a value may list several zones joined by ``__``."""
     labels = meta(pv).get("labels") or {}
     name = str(meta(pv).get("name", ""))
     topologies = []
     for key in TOPOLOGY_LABELS:
-        values = frozenset(v.strip() for v in str(labels.get(key, "")).split("__") if v.strip())
-        if values:  # an empty value constrains nothing, as upstream ignores it
+        if key not in labels:
+            continue
+        values = _zones(str(labels[key]))
+        if values is not None:
             topologies.append(PVTopology(name, key, values))
     return topologies
 
@@ -77,7 +86,8 @@ class VolumeZone:
 
     def events_to_register(self) -> Iterable[ClusterEventWithHint]:
         add_update = ActionType.ADD | ActionType.UPDATE
-        node_actions = ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT
+        # queueing hints are on (GA), so no UpdateNodeTaint, as upstream drops it then
+        node_actions = ActionType.ADD | ActionType.UPDATE_NODE_LABEL
         return (
             ClusterEventWithHint(ClusterEvent(STORAGE_CLASS, ActionType.ADD), self._after_class_added),
             ClusterEventWithHint(ClusterEvent(NODE, node_actions)),

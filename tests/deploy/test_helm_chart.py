@@ -37,7 +37,7 @@ EXPECTED_CLUSTER_GRANTS = (
     | {("apps", r, v, "*") for r in ("replicasets", "statefulsets") for v in READ}
     | {
         ("storage.k8s.io", r, v, "*")
-        for r in ("storageclasses", "csinodes", "csidrivers", "csistoragecapacities")
+        for r in ("storageclasses", "csinodes", "csidrivers", "csistoragecapacities", "volumeattachments")
         for v in READ
     }
     | {("policy", "poddisruptionbudgets", v, "*") for v in READ}

@@ -23,12 +23,13 @@ from scheduler.plugins.defaultpreemption.candidates import (
     pick_one,
 )
 from scheduler.plugins.defaultpreemption.pdb import parse_budgets, split_by_violation
-from scheduler.plugins.defaultpreemption.plugin import _unschedulable
+from scheduler.plugins.defaultpreemption.plugin import _aggregate, _unschedulable
 from scheduler.plugins.defaultpreemption.prechecks import fit_only_refilter
 from scheduler.plugins.defaultpreemption.victims import NO_VICTIMS, Victims, importance, select_victims
 from scheduler.plugins.registry import in_tree_registry
 from scheduler.runtime import Framework
 from scheduler.runtime.handle import FrameworkHandle
+from scheduler.runtime.waiting import WaitingPod
 
 PLUGINS = ["PrioritySort", "NodeAffinity", "NodeResourcesFit", "DefaultPreemption", "DefaultBinder"]
 
@@ -411,6 +412,43 @@ async def test_a_terminating_pod_deleted_for_another_reason_does_not_block_preem
     await plugin.executor.wait()
     # Its deletion is already under way: no second request.
     assert handle.client.requests == []
+
+
+async def test_when_every_victim_is_already_terminating_nothing_is_called_and_nothing_cleared():
+    """Upstream's async preemption returns at once then: no call, no cleared nomination, no
+    preemption in progress, no activation; the pod waits for the deletions like any event."""
+    victim = cpu_pod("going", "n1", "1", 1)
+    victim.deletion_timestamp = "2024-01-01T00:00:00Z"
+    displaced = make_pod("displaced", priority=5, nominated_node_name="n1")
+    fwk, plugin, handle = setup([make_node("n1", cpu="1")], [victim], nominated={"n1": [displaced]})
+    preemptor = make_pod("p", requests={"cpu": "1"}, priority=10)
+    state, diagnosis = diagnose(fwk, handle, preemptor)
+    result, status = plugin.post_filter(state, preemptor, diagnosis)
+    assert (result, status) == (PostFilterResult("n1"), None)
+    assert plugin.pre_enqueue(preemptor) is None
+    await plugin.executor.wait()
+    assert handle.client.requests == []
+    assert handle.activated == []
+    assert handle.observed == [None]
+
+
+async def test_a_victim_waiting_at_permit_is_rejected_in_memory_and_its_event_says_so():
+    fwk, plugin, handle = setup([make_node("n1", cpu="1")], [cpu_pod("low", "n1", "1", 1)])
+    victim = handle.snapshot.get("n1").pods.popitem()[1]
+    waiting = WaitingPod(victim, "n1", {"SomePermit": 60})
+    fwk.waiting_pods[victim.uid] = waiting
+    preemptor = make_pod("p", requests={"cpu": "1"}, priority=10)
+    await plugin.executor.preempt(preemptor, "n1", victim)
+    assert handle.client.requests == []
+    (event,) = handle.events
+    assert event.message == f"Preempted by pod {preemptor.uid} on node n1 (in kube-scheduler memory)."
+
+
+def test_several_dry_run_errors_read_as_apimachinerys_aggregate():
+    one, two = Status(Code.ERROR, ("boom",)), Status(Code.ERROR, ("bang",))
+    assert _aggregate([one]) is one
+    assert _aggregate([one, Status(Code.ERROR, ("boom",))]).message() == "boom"
+    assert _aggregate([one, two]).message() == "[boom, bang]"
 
 
 # ---------------------------------------------------------------------------- the API calls

@@ -21,7 +21,7 @@ from volume_builders import (
     volume_pod,
 )
 
-from scheduler.framework import ApiResponse, Code, CycleState, PreFilterResult, QueueingHint, Status
+from scheduler.framework import ActionType, ApiResponse, Code, CycleState, QueueingHint, Status
 from scheduler.plugins.volumebinding import VolumeBinding
 from scheduler.plugins.volumebinding.binder import (
     ERR_REASON_BIND_CONFLICT,
@@ -285,54 +285,72 @@ ON_A_OR_B = pinned([(HOSTNAME, "In", ("node-a", "node-b"))])
 @pytest.mark.parametrize(
     ("volumes", "claims", "expected"),
     [
-        ({"one": ON_A}, ("one",), frozenset({"node-a"})),
-        ({"one": affinity(ZONE, "b")}, ("one",), None),
-        ({"one": ON_A_OR_B, "two": ON_B}, ("one", "two"), frozenset({"node-b"})),
-        ({"one": ON_A, "two": ON_B}, ("one", "two"), frozenset()),
-        ({"one": ON_A, "two": affinity(ZONE, "a")}, ("one", "two"), frozenset({"node-a"})),
-        ({"one": ON_A}, ("one", "gone"), None),
+        ({"one": ON_A}, ("one",), {"node-a"}),
+        ({"one": affinity(ZONE, "b")}, ("one",), {"node-b", "node-c"}),
+        ({"one": ON_A_OR_B, "two": ON_B}, ("one", "two"), {"node-b"}),
+        ({"one": ON_A, "two": ON_B}, ("one", "two"), set()),
+        ({"one": ON_A, "two": affinity(ZONE, "a")}, ("one", "two"), {"node-a"}),
+        ({"one": ON_A}, ("one", "gone"), set()),
         (
             {"one": pinned([(HOSTNAME, "In", ("node-a",))], [(HOSTNAME, "In", ("node-c",))])},
             ("one",),
-            frozenset({"node-a", "node-c"}),
+            {"node-a", "node-c"},
         ),
         (
             {"one": pinned([(HOSTNAME, "In", ("node-a", "node-b")), (HOSTNAME, "In", ("node-b", "node-c"))])},
             ("one",),
-            frozenset({"node-b"}),
+            {"node-b"},
         ),
-        ({"one": pinned([(HOSTNAME, "NotIn", ("node-a",))])}, ("one",), None),
+        ({"one": pinned([(HOSTNAME, "NotIn", ("node-a",))])}, ("one",), {"node-b", "node-c"}),
         (
             {"one": pinned([(HOSTNAME, "In", ("node-a",))], [(ZONE, "In", ("b",))])},
             ("one",),
-            frozenset({"node-a"}),
+            {"node-a", "node-b", "node-c"},
         ),
     ],
     ids=[
-        "a bound local volume narrows the nodes to its host",
-        "a volume pinned by zone, not by host, does not narrow",
-        "the hosts of several local volumes intersect",
-        "local volumes on different hosts leave no node at all",
+        "a bound local volume fits only its host",
+        "a volume pinned by zone fits the zone's nodes",
+        "the nodes of several volumes intersect",
+        "local volumes on different hosts fit no node",
         "a zonal volume next to a local one leaves the local one's host",
-        "a bound volume that no longer exists gives up narrowing",
-        "hostname terms of one volume unite",
-        "hostname expressions within one term intersect",
-        "a NotIn hostname expression does not narrow",
-        "a term without a hostname expression adds no node, as upstream",
+        "a bound volume that no longer exists fits no node",
+        "the terms of one volume unite",
+        "the expressions within one term intersect",
+        "a NotIn hostname expression excludes that host only",
+        "a term without a hostname expression widens the volume's nodes",
     ],
 )
-def test_pre_filter_narrows_to_the_hosts_of_bound_local_volumes(volumes, claims, expected):
+def test_pre_filter_never_narrows_the_nodes_filter_decides_each(volumes, claims, expected):
+    """v1.36's VolumeBinding has no GetEligibleNodes: PreFilter returns no PreFilterResult, so the
+    other nodes get Filter's reasons (not "didn't satisfy plugin(s)") in the message."""
     plugin, handle = make_plugin(
         {
             "persistentvolumeclaims": [bound_claim(name) for name in claims],
             "persistentvolumes": [bound_pv(name, aff) for name, aff in volumes.items()],
         }
     )
-    result, status = plugin.pre_filter(
-        CycleState(), volume_pod("p", *(f"claim-{n}" for n in claims)), handle.snapshot
+    pod = volume_pod("p", *(f"claim-{n}" for n in claims))
+    state = CycleState()
+    assert plugin.pre_filter(state, pod, handle.snapshot) == (None, None)
+    passed = {info.name for info in handle.snapshot.node_infos() if plugin.filter(state, pod, info) is None}
+    assert passed == expected
+
+
+def test_a_metadata_name_term_of_a_volume_matches_no_node_as_upstream_checks_labels_only():
+    by_name = {
+        "required": {
+            "nodeSelectorTerms": [
+                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-a"]}]}
+            ]
+        }
+    }
+    plugin, handle = make_plugin(
+        {"persistentvolumeclaims": [bound_claim("one")], "persistentvolumes": [bound_pv("one", by_name)]}
     )
+    status, by_node = run_filters(plugin, handle, volume_pod("p", "claim-one"))
     assert status is None
-    assert result == (None if expected is None else PreFilterResult(expected))
+    assert reasons(by_node) == {name: (ERR_REASON_NODE_CONFLICT,) for name in ("node-a", "node-b", "node-c")}
 
 
 def test_pre_filter_does_not_narrow_for_claims_still_to_be_bound():
@@ -477,6 +495,7 @@ async def test_pre_bind_writes_the_claim_ref_and_waits_until_the_claim_is_bound(
     claim = pvc("data")
     volume = pv("only", node_affinity=affinity(ZONE, "a"))
     answered = _as_written(pv("only", node_affinity=affinity(ZONE, "a"), claim=("default", "data")))
+    answered["spec"]["claimRef"]["uid"] = claim["metadata"]["uid"]  # the API keeps what was written
     client = FakeClient(responses=[ApiResponse(200, answered)])
     plugin, handle = make_plugin({"persistentvolumeclaims": [claim], "persistentvolumes": [volume]}, client)
     pod = volume_pod("p", "data")
@@ -523,7 +542,8 @@ async def test_pre_bind_asks_for_provisioning_by_annotating_the_selected_node():
     assert request.body["metadata"]["annotations"][ANN_SELECTED_NODE] == "node-c"
     # nobody provisions here: the (zero) bind timeout runs out
     assert status is not None and status.code == Code.ERROR
-    assert status.reasons == ("binding volumes: timed out waiting for the condition",)
+    # upstream's poll gives up with its context's error
+    assert status.reasons == ("binding volumes: context deadline exceeded",)
 
 
 async def test_pre_bind_fails_when_the_provisioner_gives_the_claim_back():
@@ -537,7 +557,7 @@ async def test_pre_bind_fails_when_the_provisioner_gives_the_claim_back():
     plugin.reserve(state, pod, "node-c")
     handle.lister("persistentvolumeclaims").put(_as_written(claim))  # selected-node removed again
     status = await plugin.pre_bind(state, pod, "node-c")
-    assert status is not None and status.reasons == ('provisioning failed for PVC "data"',)
+    assert status is not None and status.reasons == ('binding volumes: provisioning failed for PVC "data"',)
 
 
 async def test_pre_bind_fails_with_the_api_error_and_unreserve_reverts():
@@ -552,7 +572,7 @@ async def test_pre_bind_fails_with_the_api_error_and_unreserve_reverts():
     plugin.reserve(state, pod, "node-a")
     status = await plugin.pre_bind(state, pod, "node-a")
     assert status is not None and status.code == Code.ERROR
-    assert "409 the object has been modified" in status.message()
+    assert status.message() == "the object has been modified"  # the API's message, as client-go's error
     plugin.unreserve(state, pod, "node-a")
     assert not plugin.binder.pv_cache.is_assumed("only")
 
@@ -592,12 +612,83 @@ def test_claim_events_queue_only_pods_that_use_the_claim(namespace, name, queued
     [
         ("1Gi", "2Gi", QueueingHint.QUEUE),
         ("2Gi", "1Gi", QueueingHint.SKIP),
-        ("1Gi", None, QueueingHint.QUEUE),  # the limit is gone: there may be room now
+        ("1Gi", None, QueueingHint.SKIP),
+        (None, "1Gi", QueueingHint.QUEUE),
+    ],
+    ids=[
+        "a limit that grew queues",
+        "a limit that shrank does not",
+        "a limit that went away does not, as upstream",
+        "a limit that appeared queues",
     ],
 )
 def test_a_storage_capacity_change_queues_the_pod_only_if_it_may_help(before, after, hint):
-    old = capacity("cap", "tracked", before, {ZONE: "a"})
+    old = capacity("cap", "tracked", before or "0", {ZONE: "a"})
     new = capacity("cap", "tracked", after or "0", {ZONE: "a"})
-    if after is None:
-        del new["capacity"]
+    for obj, amount in ((old, before), (new, after)):
+        if amount is None:
+            del obj["capacity"]
     assert VolumeBinding._after_capacity_change(volume_pod("p", "data"), old, new) == hint
+
+
+def test_a_storage_class_without_a_binding_mode_is_an_internal_error_as_upstream():
+    unset = storage_class("unset", mode=None)
+    plugin, handle = make_plugin({"persistentvolumeclaims": [pvc("data", storage_class="unset")]})
+    handle.lister("storageclasses").put(unset)
+    status, _ = run_filters(plugin, handle, volume_pod("p", "data"))
+    assert status == Status(Code.ERROR, ('VolumeBindingMode not set for StorageClass "unset"',))
+
+
+def test_node_taint_changes_do_not_requeue_as_upstream_with_queueing_hints():
+    plugin, _ = make_plugin({})
+    [node_event] = [e.event for e in plugin.events_to_register() if e.event.resource == "Node"]
+    assert node_event.action == ActionType.ADD | ActionType.UPDATE_NODE_LABEL
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "hint"),
+    [
+        (None, [], QueueingHint.SKIP),
+        ([], [{"matchLabelExpressions": [{"key": ZONE, "values": ["a"]}]}], QueueingHint.QUEUE),
+    ],
+    ids=["a missing allowedTopologies equals an empty one", "new allowed topologies queue"],
+)
+def test_a_storage_class_update_queues_only_for_other_allowed_topologies(before, after, hint):
+    old, new = storage_class("c"), storage_class("c")
+    for obj, terms in ((old, before), (new, after)):
+        if terms is not None:
+            obj["allowedTopologies"] = terms
+    assert VolumeBinding._after_storage_class_change(volume_pod("p", "data"), old, new) == hint
+
+
+def test_a_volume_pre_bound_by_name_gets_the_claims_uid_written_at_reserve():
+    """GetBindVolumeToClaim: a claimRef naming the claim without its uid is rewritten, and no
+    bound-by-controller annotation is added (the user bound it)."""
+    claim = pvc("data")
+    prebound = pv("only", claim=("default", "data"))
+    plugin, handle = make_plugin({"persistentvolumeclaims": [claim], "persistentvolumes": [prebound]})
+    pod = volume_pod("p", "data")
+    state = CycleState()
+    plugin.pre_filter(state, pod, handle.snapshot)
+    assert plugin.filter(state, pod, handle.snapshot.get("node-a")) is None
+    plugin.reserve(state, pod, "node-a")
+    assumed = plugin.binder.pv_cache.get("only")
+    assert assumed["spec"]["claimRef"]["uid"] == claim["metadata"]["uid"]
+    assert "pv.kubernetes.io/bound-by-controller" not in (assumed["metadata"].get("annotations") or {})
+
+
+async def test_pre_bind_fails_when_the_written_volume_lost_its_claim_ref_uid():
+    claim = pvc("data")
+    answered = _as_written(pv("only", claim=("default", "data")))  # claimRef without uid
+    client = FakeClient(responses=[ApiResponse(200, answered)])
+    plugin, handle = make_plugin(
+        {"persistentvolumeclaims": [claim], "persistentvolumes": [pv("only")]}, client
+    )
+    pod = volume_pod("p", "data")
+    state = CycleState()
+    plugin.pre_filter(state, pod, handle.snapshot)
+    plugin.filter(state, pod, handle.snapshot.get("node-a"))
+    plugin.reserve(state, pod, "node-a")
+    handle.lister("persistentvolumes").put(answered)
+    status = await plugin.pre_bind(state, pod, "node-a")
+    assert status is not None and status.reasons == ('binding volumes: ClaimRef got reset for pv "only"',)

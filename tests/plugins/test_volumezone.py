@@ -6,7 +6,7 @@ import pytest
 from builders import FakeHandle, make_node, make_pod, table_of
 from volume_builders import pv, pvc, storage_class, volume_pod
 
-from scheduler.framework import Code, CycleState, QueueingHint, Status
+from scheduler.framework import ActionType, Code, CycleState, QueueingHint, Status
 from scheduler.plugins.volumezone import ERR_REASON_CONFLICT, VolumeZone, pv_topologies
 
 ZONE, REGION = "topology.kubernetes.io/zone", "topology.kubernetes.io/region"
@@ -127,3 +127,20 @@ def test_an_empty_zone_label_on_a_volume_constrains_nothing():
     volume = pv("blank")
     volume["metadata"]["labels"] = {"topology.kubernetes.io/zone": "", "topology.kubernetes.io/region": "r1"}
     assert [(t.key, t.values) for t in pv_topologies(volume)] == [("topology.kubernetes.io/region", {"r1"})]
+
+
+@pytest.mark.parametrize("value", ["zone-a__", "zone-a____zone-b", " __zone-b"])
+def test_a_zone_label_with_an_empty_element_is_ignored_entirely_as_upstream_fails_to_parse_it(value):
+    volume = pv("odd", labels={ZONE: value, REGION: "r1"})
+    assert [(t.key, t.values) for t in pv_topologies(volume)] == [(REGION, {"r1"})]
+
+
+def test_zone_list_elements_are_trimmed():
+    volume = pv("spaced", labels={ZONE: " zone-a __ zone-b "})
+    assert [t.values for t in pv_topologies(volume)] == [{"zone-a", "zone-b"}]
+
+
+def test_node_taint_changes_do_not_requeue_as_upstream_with_queueing_hints():
+    plugin, _ = make_plugin()
+    [node_event] = [e.event for e in plugin.events_to_register() if e.event.resource == "Node"]
+    assert node_event.action == ActionType.ADD | ActionType.UPDATE_NODE_LABEL

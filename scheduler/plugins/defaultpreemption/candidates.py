@@ -77,7 +77,7 @@ def dry_run(
             check = fits
         victims, status = select_victims(runner, node_state, pod, info.clone(), budgets, extensions, check)
         if victims is not None and not victims.pods:
-            error = RuntimeError(f"expected at least one victim pod on node {info.name!r}")
+            error = RuntimeError(f'expected at least one victim pod on node "{info.name}"')
             status = Status.from_error(error)
         if status is not None or victims is None:
             statuses[info.name] = status or Status(Code.ERROR)

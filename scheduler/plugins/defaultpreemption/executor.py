@@ -64,6 +64,7 @@ class Executor:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
     def start(self, preemptor: Pod, node_name: str, victims: Sequence[Pod], displaced: Sequence[Pod]) -> None:
+        """Evict ``victims`` (none of them terminating already) and clear ``displaced``'s nominations."""
         self.preempting.add(preemptor.uid)
         task = asyncio.get_running_loop().create_task(self._run(preemptor, node_name, victims, displaced))
         self._tasks.add(task)
@@ -78,12 +79,11 @@ class Executor:
                 await self._clear_nomination(pod)
             except Exception as exc:
                 log.warning("could not clear the nominated node of %s: %s", pod.key, exc)
-        to_evict = [v for v in victims if not v.is_terminating]  # deletion already under way
         try:
             results = await asyncio.gather(
-                *(self.preempt(preemptor, node_name, v) for v in to_evict), return_exceptions=True
+                *(self.preempt(preemptor, node_name, v) for v in victims), return_exceptions=True
             )
-            for victim, result in zip(to_evict, results, strict=True):
+            for victim, result in zip(victims, results, strict=True):
                 if isinstance(result, BaseException):
                     log.warning("could not preempt %s for %s: %s", victim.key, preemptor.key, result)
         finally:
@@ -94,9 +94,11 @@ class Executor:
 
     async def preempt(self, preemptor: Pod, node_name: str, victim: Pod) -> None:
         """Reject a victim waiting at Permit, or mark it DisruptionTarget and delete it."""
+        message = f"Preempted by pod {preemptor.uid} on node {node_name}"
         waiting = self._waiting_pods().get(victim.uid)
         if waiting is not None:
             waiting.reject(self._plugin_name, "preempted")
+            message += " (in kube-scheduler memory)."
         else:
             client = self._handle.client
             try:
@@ -108,7 +110,6 @@ class Executor:
             if not await delete_pod(client, victim):
                 return
             log.info("preempted %s on %s for %s", victim.key, node_name, preemptor.key)
-        message = f"Preempted by pod {preemptor.uid} on node {node_name}"
         self._handle.record_event(victim, "Normal", "Preempted", "Preempting", message)
 
     async def _clear_nomination(self, pod: Pod) -> None:

@@ -104,7 +104,7 @@ class DefaultPreemption:
         if not candidates:
             errors = [s for s in statuses.values() if s.code == Code.ERROR]
             if errors:
-                return None, errors[0], None
+                return None, _aggregate(errors), None
             message = fit_error_message(
                 len(all_nodes),
                 Diagnosis(
@@ -117,13 +117,18 @@ class DefaultPreemption:
         best = pick_one(candidates)
         if best is None:
             return None, Status.unschedulable("no candidate node for preemption"), None
-        log.info("preempting %d pod(s) on %s for %s", len(best.victims.pods), best.node_name, pod.key)
+        to_evict = [v for v in best.victims.pods if not v.is_terminating]
+        if not to_evict:
+            # As upstream: every victim is already on its way out, so nothing is called, no
+            # nomination is cleared and the pod waits for their deletion like any other event.
+            return PostFilterResult(best.node_name), None, None
+        log.info("preempting %d pod(s) on %s for %s", len(to_evict), best.node_name, pod.key)
         displaced = [
             p
             for p in self._handle.nominated_pods_for_node(best.node_name)
             if p.priority < pod.priority and p.uid != pod.uid
         ]
-        self.executor.start(pod, best.node_name, best.victims.pods, displaced)
+        self.executor.start(pod, best.node_name, to_evict, displaced)
         return PostFilterResult(best.node_name), None, len(best.victims.pods)
 
     def eligible(self, pod: Pod, diagnosis: Diagnosis) -> tuple[bool, str]:
@@ -166,6 +171,15 @@ class DefaultPreemption:
             return parse_budgets(self._handle.lister("poddisruptionbudgets").list())
         except KeyError:
             return []
+
+
+def _aggregate(errors: Sequence[Status]) -> Status:
+    """One error status for the dry run's errors, worded as apimachinery's error aggregate: the
+    message alone, or the distinct messages in brackets."""
+    messages = list(dict.fromkeys(s.message() for s in errors))
+    if len(errors) == 1 or len(messages) == 1:
+        return errors[0]
+    return Status(Code.ERROR, (f"[{', '.join(messages)}]",))
 
 
 def _unschedulable(nodes: Sequence[NodeInfo], diagnosis: Diagnosis) -> list[NodeInfo]:

@@ -23,12 +23,12 @@ from scheduler.plugins.volumebinding.storage import (
     Obj,
     bind_volume_to_claim,
     claim_class,
+    controlled_by,
     find_matching_volume,
     has_storage_request,
     is_bound_to_claim,
     is_fully_bound,
     key_of,
-    local_volume_node_names,
     meta,
     name_of,
     node_affinity_matches,
@@ -50,6 +50,10 @@ ERR_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 
 class ClaimProblem(Exception):
     """A claim the pod cannot be scheduled with until someone fixes it (unresolvable)."""
+
+
+class BindingModeUnset(Exception):
+    """A StorageClass without volumeBindingMode: an internal error for VolumeBinding, as upstream."""
 
 
 class BindingError(Exception):
@@ -111,19 +115,13 @@ def claims_of(pod: Pod, listers: Listers, pvc_cache: AssumeCache) -> list[Obj]:
             )
         if meta(pvc).get("deletionTimestamp"):
             raise ClaimProblem(f'persistentvolumeclaim "{claim_name}" is being deleted')
-        if ephemeral and not _owned_by(pvc, pod):
+        if ephemeral and not (meta(pvc).get("namespace") == pod.namespace and controlled_by(pvc, pod.uid)):
             raise ClaimProblem(
                 f"PVC {pod.namespace}/{claim_name} was not created for pod {pod.namespace}/{pod.name} "
                 "(pod is not owner)"
             )
         claims.append(pvc)
     return claims
-
-
-def _owned_by(pvc: Obj, pod: Pod) -> bool:
-    return any(
-        ref.get("controller") and ref.get("uid") == pod.uid for ref in meta(pvc).get("ownerReferences") or ()
-    )
 
 
 def is_delay_binding(pvc: Obj, listers: Listers) -> bool:
@@ -135,7 +133,7 @@ def is_delay_binding(pvc: Obj, listers: Listers) -> bool:
         return False
     mode = storage_class.get("volumeBindingMode")
     if mode is None:
-        raise ClaimProblem(f'VolumeBindingMode not set for StorageClass "{class_name}"')
+        raise BindingModeUnset(f'VolumeBindingMode not set for StorageClass "{class_name}"')
     return mode == WAIT_FOR_FIRST_CONSUMER
 
 
@@ -179,22 +177,6 @@ class VolumeBinder:
 
     # ------------------------------------------------------------------ filter
 
-    def eligible_nodes(self, bound: list[Obj]) -> frozenset[str] | None:
-        """Upstream's GetEligibleNodes: the nodes every bound local PV allows, None for "all".
-
-        Only PVs pinned by hostname narrow the set, and they intersect (two PVs on two
-        different nodes leave nothing). A missing PV gives up narrowing: Filter reports it.
-        """
-        eligible: frozenset[str] | None = None
-        for pvc in bound:
-            pv = self.pv_cache.get(str(spec(pvc).get("volumeName")))
-            if pv is None:
-                return None
-            names = local_volume_node_names(pv)
-            if names:
-                eligible = names if eligible is None else eligible & names
-        return eligible
-
     def find_pod_volumes(self, claims: PodVolumeClaims, node: Node) -> NodeVerdict:
         volumes = PodVolumes()
         bound_ok, bound_found = self._check_bound_claims(claims.bound, node)
@@ -217,7 +199,7 @@ class VolumeBinder:
             pv = self.pv_cache.get(str(spec(pvc).get("volumeName")))
             if pv is None:
                 return True, False
-            if not node_affinity_matches(pv, node.labels, node.name):
+            if not node_affinity_matches(pv, node.labels):
                 return False, True
         return True, True
 
@@ -238,11 +220,7 @@ class VolumeBinder:
         chosen: set[str] = set()
         for pvc in sorted(to_match, key=requested_storage):  # smallest claims pick first
             pv = find_matching_volume(
-                pvc,
-                claims.volumes_by_class.get(claim_class(pvc), ()),
-                node.labels,
-                node.name,
-                chosen,
+                pvc, claims.volumes_by_class.get(claim_class(pvc), ()), node.labels, chosen
             )
             if pv is None:
                 satisfied = False
@@ -294,8 +272,8 @@ class VolumeBinder:
         # (with the resourceVersion they were made from, so any change since is a 409) and
         # Unreserve takes back only those, never another pod's later assumption.
         for i, (pv, pvc) in enumerate(volumes.static_bindings):
-            if not is_bound_to_claim(pv, pvc):
-                assumed_pv = bind_volume_to_claim(pv, pvc)
+            assumed_pv = bind_volume_to_claim(pv, pvc)
+            if assumed_pv is not None:  # None: the PV already names this very claim
                 self.pv_cache.assume(assumed_pv)
                 volumes.static_bindings[i] = (assumed_pv, pvc)
         for i, pvc in enumerate(volumes.dynamic_provisions):
@@ -317,7 +295,11 @@ class VolumeBinder:
     # ------------------------------------------------------------------ pre-bind
 
     async def bind(self, client: ApiClient, volumes: PodVolumes, node: Node | None, node_name: str) -> None:
-        """Write the assumed objects, then wait until the PV controller has bound every claim."""
+        """Write the assumed objects, then wait until the PV controller has bound every claim.
+
+        Failures of the wait read as upstream's (``binding volumes: ...``; its poll's context
+        runs out with ``context deadline exceeded``); a failed write gives the API's message.
+        """
         written_pvs: list[tuple[Obj, Obj]] = []
         for pv, pvc in volumes.static_bindings:
             if is_bound_to_claim(pv, pvc) and not self.pv_cache.is_assumed(key_of(pv)):
@@ -331,35 +313,42 @@ class VolumeBinder:
             path = f"/api/v1/namespaces/{m.get('namespace')}/persistentvolumeclaims/{m.get('name')}"
             written_pvcs.append(await _put(client, path, pvc))
         deadline = time.monotonic() + self.bind_timeout
-        while not self._all_bound(written_pvs, written_pvcs, node, node_name):
-            if time.monotonic() >= deadline:
-                raise BindingError("binding volumes: timed out waiting for the condition")
-            await asyncio.sleep(self.poll_interval)
+        try:
+            while not self._all_bound(written_pvs, written_pvcs, node, node_name):
+                if time.monotonic() >= deadline:
+                    raise BindingError("context deadline exceeded")
+                await asyncio.sleep(self.poll_interval)
+        except BindingError as exc:
+            raise BindingError(f"binding volumes: {exc}") from exc
 
     def _all_bound(
         self, bindings: list[tuple[Obj, Obj]], provisions: list[Obj], node: Node | None, node_name: str
     ) -> bool:
         for written, claim in bindings:
             pv = self.pv_cache.get_api(key_of(written))
+            if pv is None:
+                raise BindingError(f"failed to check binding: {_not_found('persistentvolumes', written)}")
             pvc = self.pvc_cache.get_api(key_of(claim))
-            if pv is None or pvc is None:
-                missing = key_of(written) if pv is None else key_of(claim)
-                raise BindingError(f"failed to check binding: {missing} not found")
+            if pvc is None:
+                raise BindingError(f"failed to check binding: {_not_found('persistentvolumeclaims', claim)}")
             if resource_version(written) > resource_version(pv):
                 return False  # our write has not reached the informer yet
+            _check_affinity(pv, node, node_name)
             ref = spec(pv).get("claimRef")
-            if not ref:
+            if not ref or not ref.get("uid"):
                 raise BindingError(f'ClaimRef got reset for pv "{name_of(pv)}"')
-            if ref.get("namespace") != meta(pvc).get("namespace") or ref.get("name") != name_of(pvc):
-                raise BindingError(f'PV "{name_of(pv)}" bound to a different PVC')
             if not is_fully_bound(pvc):
                 return False
         for written in provisions:
             pvc = self.pvc_cache.get_api(key_of(written))
             if pvc is None:
-                raise BindingError(f'failed to check provisioning pvc: "{key_of(written)}" not found')
+                raise BindingError(
+                    f"failed to check provisioning pvc: {_not_found('persistentvolumeclaims', written)}"
+                )
             if resource_version(written) > resource_version(pvc):
                 return False
+            if meta(pvc).get("annotations") is None:
+                raise BindingError(f'selectedNode annotation reset for PVC "{name_of(pvc)}"')
             if selected_node(pvc) != node_name:
                 raise BindingError(f'provisioning failed for PVC "{name_of(pvc)}"')
             volume_name = spec(pvc).get("volumeName")
@@ -367,18 +356,29 @@ class VolumeBinder:
                 pv = self.pv_cache.get_api(str(volume_name))
                 if pv is None:
                     return False
-                if node is not None and not node_affinity_matches(pv, node.labels, node.name):
-                    raise BindingError(f'pv "{volume_name}" node affinity doesn\'t match node "{node_name}"')
+                _check_affinity(pv, node, node_name)
             if not is_fully_bound(pvc):
                 return False
         return True
 
 
+def _not_found(resource: str, obj: Obj) -> str:
+    """The API's not-found sentence for an object missing from a cache (keyed ``ns/name``)."""
+    return f'{resource} "{key_of(obj)}" not found'
+
+
+def _check_affinity(pv: Obj, node: Node | None, node_name: str) -> None:
+    if node is not None and not node_affinity_matches(pv, node.labels):
+        mismatch = f'pv "{name_of(pv)}" node affinity doesn\'t match node "{node_name}"'
+        raise BindingError(f"{mismatch}: no matching NodeSelectorTerms")
+
+
 async def _put(client: ApiClient, path: str, body: Obj) -> Obj:
     response = await client.request("PUT", path, body)
     if not 200 <= response.status < 300:
-        message = response.body.get("message") if isinstance(response.body, Mapping) else response.body
-        raise BindingError(f"PUT {path}: {response.status} {message}")
+        # the API's own sentence, as client-go's error reads (e.g. "Operation cannot be fulfilled ...")
+        message = response.body.get("message") if isinstance(response.body, Mapping) else None
+        raise BindingError(message or f"PUT {path}: {response.status} {response.body}")
     answered = response.body if isinstance(response.body, Mapping) else None
     return answered if answered and answered.get("metadata") else body
 

@@ -1,9 +1,9 @@
 """VolumeBinding: a pod goes only where its PersistentVolumeClaims can be (or already are) bound.
 
-PreFilter sorts the pod's claims (bound, delayed, immediate), Filter finds per node the PVs to
-bind or the claims to provision, Reserve assumes that choice in the plugin's own caches (the next
-pod already sees the PV as taken), PreBind writes it and waits for the PV controller, Unreserve
-takes it back.
+PreFilter sorts the pod's claims (bound, delayed, immediate) and never narrows the nodes (v1.36
+has no GetEligibleNodes any more), Filter finds per node the PVs to bind or the claims to
+provision, Reserve assumes that choice in the plugin's own caches (the next pod already sees the
+PV as taken), PreBind writes it and waits for the PV controller, Unreserve takes it back.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from scheduler.framework import (
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
+    Code,
     CycleState,
     Handle,
     NodeInfo,
@@ -38,6 +39,7 @@ from scheduler.plugins import names
 from scheduler.plugins.volumebinding.binder import (
     ERR_UNBOUND_IMMEDIATE,
     BindingError,
+    BindingModeUnset,
     ClaimProblem,
     PodVolumeClaims,
     PodVolumes,
@@ -85,7 +87,8 @@ class VolumeBinding:
 
     def events_to_register(self) -> Iterable[ClusterEventWithHint]:
         add_update = ActionType.ADD | ActionType.UPDATE
-        node_actions = ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT
+        # queueing hints are on (GA), so no UpdateNodeTaint, as upstream drops it then
+        node_actions = ActionType.ADD | ActionType.UPDATE_NODE_LABEL
         return (
             ClusterEventWithHint(ClusterEvent(STORAGE_CLASS, add_update), self._after_storage_class_change),
             ClusterEventWithHint(ClusterEvent(PERSISTENT_VOLUME_CLAIM, add_update), self._after_claim_change),
@@ -107,7 +110,8 @@ class VolumeBinding:
     def _after_storage_class_change(pod: Pod, old: Obj | None, new: Obj | None) -> QueueingHint:
         if old is None or new is None:
             return QueueingHint.QUEUE
-        changed = old.get("allowedTopologies") != new.get("allowedTopologies")
+        # semantic equality, as upstream: a missing list equals an empty one
+        changed = (old.get("allowedTopologies") or []) != (new.get("allowedTopologies") or [])
         return QueueingHint.QUEUE if changed else QueueingHint.SKIP
 
     @staticmethod
@@ -132,8 +136,8 @@ class VolumeBinding:
         if old is None or new is None:
             return QueueingHint.QUEUE
         before, after = capacity_limit(old), capacity_limit(new)
-        # no limit any more may mean room; a limit that grew certainly does
-        grew = after is None or before is None or after > before
+        # as upstream: only a limit that appeared or grew queues (one that went away does not)
+        grew = after is not None and (before is None or after > before)
         return QueueingHint.QUEUE if grew else QueueingHint.SKIP
 
     # ------------------------------------------------------------------ filter
@@ -145,14 +149,16 @@ class VolumeBinding:
             return None, Status.skip()
         try:
             claims = claims_of(pod, self.binder.listers, self.binder.pvc_cache)
-            sorted_claims = pod_volume_claims(claims, self.binder.listers, self.binder.pv_cache)
         except ClaimProblem as problem:
             return None, Status.unresolvable(str(problem))
+        try:
+            sorted_claims = pod_volume_claims(claims, self.binder.listers, self.binder.pv_cache)
+        except BindingModeUnset as problem:
+            return None, Status(Code.ERROR, (str(problem),))
         if sorted_claims.immediate:
             return None, Status.unresolvable(ERR_UNBOUND_IMMEDIATE)
         state.write(_STATE_KEY, _State(sorted_claims))
-        eligible = self.binder.eligible_nodes(sorted_claims.bound)
-        return (None if eligible is None else PreFilterResult(eligible)), None
+        return None, None
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         data: _State | None = state.get(_STATE_KEY)
@@ -187,6 +193,15 @@ class VolumeBinding:
         volumes = data.by_node.get(node_name)
         if volumes is not None:
             self.binder.revert(volumes)
+
+    def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        """Skip when every claim is bound already: then PreBind has nothing to write."""
+        data: _State | None = state.get(_STATE_KEY)
+        if data is None or data.all_bound:
+            return Status.skip()
+        if node_name not in data.by_node:
+            return Status.from_error(BindingError(f'no pod volumes found for node "{node_name}"'))
+        return None
 
     async def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         data: _State | None = state.get(_STATE_KEY)

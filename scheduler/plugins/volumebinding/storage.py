@@ -20,7 +20,6 @@ ANN_BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
 NOT_SUPPORTED_PROVISIONER = "kubernetes.io/no-provisioner"
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
 READ_WRITE_ONCE_POD = "ReadWriteOncePod"
-LABEL_HOSTNAME = "kubernetes.io/hostname"
 
 
 def meta(obj: Obj) -> Mapping[str, Any]:
@@ -92,6 +91,13 @@ def is_fully_bound(pvc: Obj) -> bool:
     return bool(spec(pvc).get("volumeName")) and ANN_BIND_COMPLETED in (meta(pvc).get("annotations") or {})
 
 
+def controlled_by(obj: Obj, owner_uid: str) -> bool:
+    """metav1.IsControlledBy: the first owner reference marked controller has this uid."""
+    refs = meta(obj).get("ownerReferences") or ()
+    controller = next((ref for ref in refs if ref.get("controller")), None)
+    return controller is not None and controller.get("uid") == owner_uid
+
+
 def selected_node(pvc: Obj) -> str | None:
     return (meta(pvc).get("annotations") or {}).get(ANN_SELECTED_NODE)
 
@@ -106,34 +112,19 @@ def is_bound_to_claim(pv: Obj, pvc: Obj) -> bool:
     return not ref.get("uid") or ref.get("uid") == pvc_meta.get("uid")
 
 
-def node_affinity_matches(pv: Obj, node_labels: Mapping[str, str], node_name: str = "") -> bool:
-    """The PV's required node affinity against a node (no affinity: every node)."""
+def node_affinity_matches(pv: Obj, node_labels: Mapping[str, str]) -> bool:
+    """The PV's required node affinity against a node's labels (no affinity: every node).
+
+    As upstream's CheckNodeAffinity, only the labels are seen: a ``metadata.name`` field term
+    never matches a name (``In``), as the node it builds has none.
+    """
     required = (spec(pv).get("nodeAffinity") or {}).get("required")
     if not required:
         return True
     try:
-        return NodeSelector.parse(required).matches(node_labels, node_name)
+        return NodeSelector.parse(required).matches(node_labels, "")
     except SelectorError:
         return False
-
-
-def local_volume_node_names(pv: Obj) -> frozenset[str]:
-    """Hostnames a PV's required affinity pins it to through ``kubernetes.io/hostname In``.
-
-    As upstream's GetLocalPersistentVolumeNodeNames: within a term such expressions intersect,
-    across terms they unite, and a term without one adds nothing (it does not widen the set).
-    """
-    required = (spec(pv).get("nodeAffinity") or {}).get("required") or {}
-    result: set[str] = set()
-    for term in required.get("nodeSelectorTerms") or ():
-        nodes: set[str] | None = None
-        for expr in (term or {}).get("matchExpressions") or ():
-            if expr.get("key") != LABEL_HOSTNAME or expr.get("operator") != "In":
-                continue
-            values = set(expr.get("values") or ())
-            nodes = values if nodes is None else nodes & values
-        result |= nodes or set()
-    return frozenset(result)
 
 
 def topology_terms_match(terms: Iterable[Obj] | None, node_labels: Mapping[str, str]) -> bool:
@@ -148,32 +139,44 @@ def topology_terms_match(terms: Iterable[Obj] | None, node_labels: Mapping[str, 
     return False
 
 
-def bind_volume_to_claim(pv: Obj, pvc: Obj) -> dict[str, Any]:
-    """A copy of ``pv`` whose claimRef points at ``pvc``, as the binder writes it."""
+def bind_volume_to_claim(pv: Obj, pvc: Obj) -> dict[str, Any] | None:
+    """A copy of ``pv`` bound to ``pvc`` as the binder writes it; None when nothing changes.
+
+    As upstream's GetBindVolumeToClaim: the claimRef is rewritten unless it already names the
+    claim with its uid, and a volume not yet bound to the claim gets bound-by-controller.
+    """
     pvc_meta = meta(pvc)
-    new = dict(pv)
+    ref = spec(pv).get("claimRef") or {}
+    new_spec = dict(spec(pv))
     new_meta = dict(meta(pv))
-    new_meta["annotations"] = {**(new_meta.get("annotations") or {}), ANN_BOUND_BY_CONTROLLER: "yes"}
-    new["metadata"] = new_meta
-    new["spec"] = {
-        **spec(pv),
-        "claimRef": {
+    dirty = False
+    if (
+        ref.get("name") != pvc_meta.get("name")
+        or ref.get("namespace") != pvc_meta.get("namespace")
+        or (ref.get("uid") or "") != (pvc_meta.get("uid") or "")
+    ):
+        new_spec["claimRef"] = {
             "kind": "PersistentVolumeClaim",
             "apiVersion": "v1",
             "namespace": pvc_meta.get("namespace"),
             "name": pvc_meta.get("name"),
             "uid": pvc_meta.get("uid"),
             "resourceVersion": pvc_meta.get("resourceVersion"),
-        },
-    }
-    return new
+        }
+        dirty = True
+    annotations = new_meta.get("annotations") or {}
+    if not is_bound_to_claim(pv, pvc) and ANN_BOUND_BY_CONTROLLER not in annotations:
+        new_meta["annotations"] = {**annotations, ANN_BOUND_BY_CONTROLLER: "yes"}
+        dirty = True
+    if not dirty:
+        return None
+    return {**pv, "metadata": new_meta, "spec": new_spec}
 
 
 def find_matching_volume(
     pvc: Obj,
     volumes: Iterable[Obj],
     node_labels: Mapping[str, str],
-    node_name: str = "",
     excluded: frozenset[str] | set[str] = frozenset(),
 ) -> Obj | None:
     """The smallest volume that satisfies the claim on this node; a volume pre-bound to the
@@ -204,7 +207,7 @@ def find_matching_volume(
             continue
         if meta(pv).get("deletionTimestamp"):
             continue
-        fits_node = node_affinity_matches(pv, node_labels, node_name)
+        fits_node = node_affinity_matches(pv, node_labels)
         if bound_here:
             return pv if fits_node else None
         if (pv.get("status") or {}).get("phase") != "Available":
