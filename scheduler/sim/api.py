@@ -18,16 +18,30 @@ from typing import Any
 import orjson
 import yaml
 
-from scheduler.sim import errors
-from scheduler.sim.defaults import prepare_create
+from scheduler.sim import crds, errors
+from scheduler.sim.defaults import prepare_create, prepare_update
 from scheduler.sim.errors import ApiError
+from scheduler.sim.events import add_views as add_event_views
+from scheduler.sim.events import field_getters
+from scheduler.sim.fieldvalidation import Validation, decode, go_map, node_for
 from scheduler.sim.patch import json_patch, merge_patch, strategic_merge_patch
-from scheduler.sim.resources import BY_STORE_NAME, RESOURCES, ResourceType, store_name
+from scheduler.sim.resources import BY_STORE_NAME, Kinds, ResourceType, store_name
 from scheduler.sim.selectors import make_filter
 from scheduler.sim.store import Entry, Event, Obj, Store
+from scheduler.sim.structural import invalid as invalid_fields
+from scheduler.sim.structural import validate as validate_custom
 
 WITH_GENERATION = frozenset(
-    {"Pod", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "PodDisruptionBudget", "ResourceClaim"}
+    {
+        "Pod",
+        "Deployment",
+        "ReplicaSet",
+        "StatefulSet",
+        "DaemonSet",
+        "PodDisruptionBudget",
+        "ResourceClaim",
+        "CustomResourceDefinition",
+    }
 )
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # the alphabet of generateName suffixes
 
@@ -59,6 +73,37 @@ class ListResult:
     remaining: int | None
 
 
+def _unstored(obj: Obj) -> Entry:
+    """The answer to a dry run: the object as it would be written, in no store and no watch."""
+    return Entry(obj, orjson.dumps(obj))
+
+
+def _generation_fields(rt: ResourceType, obj: Obj) -> Any:
+    """What a change must touch to bump metadata.generation: the spec, or for custom resources
+    everything but metadata (and status, when the status subresource owns it)."""
+    if not rt.crd:
+        return obj.get("spec")
+    skip = ("metadata", "status") if rt.has_status else ("metadata",)
+    return {k: v for k, v in obj.items() if k not in skip}
+
+
+def _at(obj: Obj, path: str) -> Any:
+    """The value at a CRD scale path such as `.spec.replicas` (None when absent)."""
+    node: Any = obj
+    for part in path.strip(".").split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
+
+
+def _with(obj: Obj, path: str, value: Any) -> Obj:
+    """A copy of `obj` with `value` at a scale path, sharing everything it does not touch."""
+    head, _, rest = path.strip(".").partition(".")
+    if not rest:
+        return {**obj, head: value}
+    child = obj.get(head)
+    return {**obj, head: _with(child if isinstance(child, dict) else {}, rest, value)}
+
+
 def _shallow(obj: Obj) -> Obj:
     """A new top-level dict with its own metadata dict; nested values stay shared and read-only."""
     new = dict(obj)
@@ -67,23 +112,29 @@ def _shallow(obj: Obj) -> Obj:
 
 
 class Api:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, kinds: Kinds | None = None) -> None:
         self.store = store
+        self.kinds = kinds or Kinds()
         # Bound pods go through graceful deletion only when a kubelet exists to finish it.
         self.graceful_pod_deletion = False
         self._dependents: dict[str, set[tuple[str, str]]] = {}
         store.listeners.append(self._index_owners)
+        add_event_views(store)
+        self.custom_resources = crds.CustomResources(self)
 
     # ---- helpers -----------------------------------------------------------------------
 
-    @staticmethod
-    def resource(name: str) -> ResourceType:
+    def resource(self, name: str) -> ResourceType:
         try:
-            return BY_STORE_NAME[name]
+            return self.kinds.by_store_name[name]
         except KeyError:
             raise ApiError(
                 404, "NotFound", f"the server could not find the requested resource ({name})"
             ) from None
+
+    def _storage(self, rt: ResourceType) -> ResourceType | None:
+        """The storage version of a custom resource (None for built-ins)."""
+        return self.kinds.by_store_name.get(store_name(rt)) if rt.crd else None
 
     def _require(self, rt: ResourceType, namespace: str | None, name: str) -> Entry:
         found = self.store.entry(store_name(rt), namespace if rt.namespaced else None, name)
@@ -112,9 +163,22 @@ class Api:
 
     # ---- create / read -----------------------------------------------------------------
 
-    def create(self, rt: ResourceType, namespace: str | None, body: Obj) -> Entry:
+    def create(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        body: Obj,
+        *,
+        dry_run: bool = False,
+        validation: Validation | None = None,
+        apply: bool = False,
+    ) -> Entry:
+        """Create; with `dry_run` (dryRun=All) validate and default, answer as if created, store nothing.
+
+        `validation` carries a request's fieldValidation (None: a trusted in-process write)."""
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request must be a JSON object")
+        decode(rt, body, validation, apply=apply, storage=self._storage(rt))
         meta = dict(body.get("metadata") or {})
         name = meta.get("name")
         if not name:
@@ -156,10 +220,20 @@ class Api:
         meta["creationTimestamp"] = now()
         if rt.kind in WITH_GENERATION:
             meta["generation"] = 1
-        obj: Obj = {"kind": rt.kind, "apiVersion": rt.group_version}
+        obj: Obj = {"kind": rt.kind, "apiVersion": rt.stored_api_version}
         obj.update((k, v) for k, v in body.items() if k not in ("kind", "apiVersion"))
         obj["metadata"] = meta
-        obj = prepare_create(rt, obj, self._priorities() if rt.kind == "Pod" else {})
+        if rt.crd:
+            meta["generation"] = 1
+            if rt.has_status:
+                obj.pop("status", None)  # the status subresource owns it
+            self._check_custom(rt, obj)
+        else:
+            if rt is crds.CRD:
+                crds.prepare(obj)
+            obj = prepare_create(rt, obj, self._priorities() if rt.kind == "Pod" else {})
+        if dry_run:
+            return _unstored(obj)
         meta["resourceVersion"] = str(self.store.next_revision())
         return self.store.put(resource, key, obj, "ADDED")
 
@@ -177,7 +251,10 @@ class Api:
         continue_token: str | None = None,
         resource_version: str | None = None,
     ) -> ListResult:
-        predicate = make_filter(label_selector, field_selector, None)
+        if rt.crd:
+            crds.check_field_selector(rt, field_selector)
+        getters = field_getters(store_name(rt), field_selector)
+        predicate = make_filter(label_selector, field_selector, None, getters)
         current = self.store.revision
         if resource_version not in (None, "", "0"):
             try:
@@ -225,18 +302,27 @@ class Api:
     # ---- update / patch ----------------------------------------------------------------
 
     def update(
-        self, rt: ResourceType, namespace: str | None, name: str, body: Obj, subresource: str | None = None
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        name: str,
+        body: Obj,
+        subresource: str | None = None,
+        *,
+        dry_run: bool = False,
+        validation: Validation | None = None,
     ) -> Entry:
         current = self._require(rt, namespace, name)
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request must be a JSON object")
+        decode(rt, body, validation, storage=self._storage(rt))
         meta = body.get("metadata") or {}
         if meta.get("name") and meta["name"] != name:
             raise errors.bad_request("the name of the object does not match the name on the URL")
         wanted = meta.get("resourceVersion")
         if wanted and wanted != current.obj["metadata"]["resourceVersion"]:
             raise errors.stale(rt.plural, name, rt.group)
-        return self._write(rt, current, body, subresource)
+        return self._write(rt, current, body, subresource, dry_run)
 
     def patch(
         self,
@@ -246,6 +332,9 @@ class Api:
         content_type: str,
         raw: bytes,
         subresource: str | None = None,
+        *,
+        dry_run: bool = False,
+        validation: Validation | None = None,
     ) -> tuple[Entry, bool]:
         """Apply a patch; returns the entry and whether it was created (server-side apply only)."""
         content_type = content_type.split(";")[0].strip()
@@ -259,9 +348,13 @@ class Api:
         found = self.store.entry(store_name(rt), namespace if rt.namespaced else None, name)
         if found is None:
             if content_type == "application/apply-patch+yaml" and subresource is None:
-                return self.create(rt, namespace, patch), True
+                return self.create(
+                    rt, namespace, patch, dry_run=dry_run, validation=validation, apply=True
+                ), True
             raise errors.not_found(rt.plural, name, rt.group)
         base = found.obj
+        if rt.crd and content_type == "application/strategic-merge-patch+json":
+            raise errors.unsupported_media_type(content_type)  # custom resources have no patch strategies
         if content_type == "application/merge-patch+json":
             merged = merge_patch(base, patch)
         elif content_type in ("application/strategic-merge-patch+json", "application/apply-patch+yaml"):
@@ -273,12 +366,20 @@ class Api:
         if not isinstance(merged, dict):
             raise errors.bad_request("the patch must leave an object")
         merged = orjson.loads(orjson.dumps(merged))  # private copy: the stored dict stays untouched
+        if content_type == "application/apply-patch+yaml":
+            decode(rt, merged, validation, apply=True, storage=self._storage(rt))
+        elif validation is not None or rt.crd:
+            smp = content_type == "application/strategic-merge-patch+json"
+            quoted = go_map(patch) if smp else orjson.dumps(merged).decode()
+            decode(rt, merged, validation, patched=quoted, storage=self._storage(rt))
         meta = merged.get("metadata") or {}
         if meta.get("resourceVersion") != base["metadata"]["resourceVersion"]:
             raise errors.stale(rt.plural, name, rt.group)
-        return self._write(rt, found, merged, subresource), False
+        return self._write(rt, found, merged, subresource, dry_run), False
 
-    def _write(self, rt: ResourceType, current: Entry, body: Obj, subresource: str | None) -> Entry:
+    def _write(
+        self, rt: ResourceType, current: Entry, body: Obj, subresource: str | None, dry_run: bool = False
+    ) -> Entry:
         old = current.obj
         if subresource == "status":
             new = _shallow(old)
@@ -286,7 +387,7 @@ class Api:
             if new["status"] is None:
                 new.pop("status")
         else:
-            new = {"kind": rt.kind, "apiVersion": rt.group_version}
+            new = {"kind": rt.kind, "apiVersion": rt.stored_api_version}
             new.update((k, v) for k, v in body.items() if k not in ("kind", "apiVersion"))
             meta = dict(body.get("metadata") or {})
             old_meta = old["metadata"]
@@ -310,15 +411,28 @@ class Api:
                     new["status"] = old["status"]
                 else:
                     new.pop("status", None)
-            if "generation" in meta and new.get("spec") != old.get("spec"):
+            if "generation" in meta and _generation_fields(rt, new) != _generation_fields(rt, old):
                 meta["generation"] = meta["generation"] + 1
-        return self._commit(rt, current, new)
+            if rt is crds.CRD:
+                crds.prepare(new)
+            prepare_update(rt, old, new)
+        if rt.crd:
+            self._check_custom(rt, new)
+        return self._commit(rt, current, new, dry_run)
 
-    def _commit(self, rt: ResourceType, current: Entry, new: Obj) -> Entry:
+    def _check_custom(self, rt: ResourceType, obj: Obj) -> None:
+        """A custom resource must satisfy its version's schema (after pruning and defaulting)."""
+        errs = validate_custom(node_for(rt), obj)
+        if errs:
+            raise invalid_fields(rt.kind, rt.group, obj["metadata"].get("name", ""), errs)
+
+    def _commit(self, rt: ResourceType, current: Entry, new: Obj, dry_run: bool = False) -> Entry:
         old = current.obj
         new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
         if new == old:
             return current  # a no-op write keeps the version and emits no event, like the real server
+        if dry_run:
+            return _unstored(new)
         meta = new["metadata"]
         key = self.store.key(meta.get("namespace"), meta["name"])
         if meta.get("deletionTimestamp") and old["metadata"].get("finalizers") and not meta.get("finalizers"):
@@ -332,8 +446,11 @@ class Api:
     def delete(
         self, rt: ResourceType, namespace: str | None, name: str, options: Obj | None = None
     ) -> tuple[Entry, bool]:
-        """Delete or start deleting; returns the final or terminating state and whether it is gone."""
+        """Delete or start deleting; returns the final or terminating state and whether it is gone.
+
+        With `dryRun: ["All"]` in the options the answer is the same and nothing changes."""
         options = options or {}
+        dry_run = "All" in (options.get("dryRun") or ())
         current = self._require(rt, namespace, name)
         old = current.obj
         meta = old["metadata"]
@@ -365,6 +482,8 @@ class Api:
             new = _shallow(old)
             new["metadata"]["deletionTimestamp"] = later(seconds)
             new["metadata"]["deletionGracePeriodSeconds"] = seconds
+            if dry_run:
+                return _unstored(new), False
             new["metadata"]["resourceVersion"] = str(self.store.next_revision())
             return self.store.put(store_name(rt), key, new, "MODIFIED"), False
         if meta.get("finalizers"):
@@ -373,8 +492,12 @@ class Api:
             new = _shallow(old)
             new["metadata"]["deletionTimestamp"] = now()
             new["metadata"]["deletionGracePeriodSeconds"] = 0
+            if dry_run:
+                return _unstored(new), False
             new["metadata"]["resourceVersion"] = str(self.store.next_revision())
             return self.store.put(store_name(rt), key, new, "MODIFIED"), False
+        if dry_run:
+            return current, True
         final = _shallow(old)
         final["metadata"]["resourceVersion"] = str(self.store.next_revision())
         return self._remove(rt, key, final, orphan), True
@@ -391,10 +514,12 @@ class Api:
         entry = self.store.remove(resource, key, final)
         uid = final["metadata"]["uid"]
         for dep_resource, dep_key in sorted(self._dependents.pop(uid, ())):
-            self._collect(BY_STORE_NAME[dep_resource], dep_key, uid, orphan)
+            dependent = self.kinds.by_store_name.get(dep_resource)
+            if dependent is not None:
+                self._collect(dependent, dep_key, uid, orphan)
         if rt.kind == "Namespace":
             ns = final["metadata"]["name"]
-            for other in RESOURCES:
+            for other in self.kinds.all():
                 if other.namespaced:
                     for dependent in list(self.store.entries(store_name(other), ns)):
                         dm = dependent.obj["metadata"]
@@ -441,18 +566,26 @@ class Api:
         """The autoscaling/v1 Scale view of a workload."""
         obj = self._require(rt, namespace, name).obj
         meta = obj["metadata"]
-        selector = (obj["spec"].get("selector") or {}).get("matchLabels") or {}
+        if rt.scale_paths is not None:  # a custom resource's scale subresource reads its paths
+            spec_path, status_path, selector_path = rt.scale_paths
+            replicas = _at(obj, spec_path)
+            current = _at(obj, status_path)
+            selector_text = _at(obj, selector_path) if selector_path else None
+        else:
+            replicas = obj["spec"].get("replicas", 1)
+            current = (obj.get("status") or {}).get("replicas", 0)
+            labels = (obj["spec"].get("selector") or {}).get("matchLabels") or {}
+            selector_text = ",".join(f"{k}={v}" for k, v in labels.items())
+        status: Obj = {"replicas": current or 0}
+        if selector_text:
+            status["selector"] = selector_text
+        keep = ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
         return {
             "kind": "Scale",
             "apiVersion": "autoscaling/v1",
-            "metadata": {
-                k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
-            },
-            "spec": {"replicas": obj["spec"].get("replicas", 1)},
-            "status": {
-                "replicas": (obj.get("status") or {}).get("replicas", 0),
-                "selector": ",".join(f"{k}={v}" for k, v in selector.items()),
-            },
+            "metadata": {k: meta[k] for k in keep if k in meta},
+            "spec": {"replicas": replicas or 0} if rt.scale_paths else {"replicas": replicas},
+            "status": status,
         }
 
     def update_scale(self, rt: ResourceType, namespace: str | None, name: str, scale: Obj) -> Obj:
@@ -466,7 +599,10 @@ class Api:
                 "Scale", name, "spec.replicas", "Invalid value: must be greater than or equal to 0"
             )
         obj = current.obj
-        self._write(rt, current, {**obj, "spec": {**obj["spec"], "replicas": replicas}}, None)
+        if rt.scale_paths is not None:
+            self._write(rt, current, _with(obj, rt.scale_paths[0], replicas), None)
+        else:
+            self._write(rt, current, {**obj, "spec": {**obj["spec"], "replicas": replicas}}, None)
         return self.scale(rt, namespace, name)
 
     def patch_scale(

@@ -30,6 +30,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--bookmark-interval", type=float, default=5.0, help="seconds between watch bookmarks"
     )
     parser.add_argument("--history-size", type=int, default=20_000, help="watch events kept per resource")
+    parser.add_argument(
+        "--access",
+        metavar="FILE",
+        help="YAML tokens and rules of who may do what (default: everyone may do everything)",
+    )
 
 
 async def _serve(args: argparse.Namespace) -> int:
@@ -43,9 +48,13 @@ async def _serve(args: argparse.Namespace) -> int:
             kubelet_delay=args.kubelet_delay,
             bookmark_interval=args.bookmark_interval,
             history_size=args.history_size,
+            access=args.access,
         )
     except TemplateError as err:
         print(f"sim-cluster: bad node template: {err}", file=sys.stderr)
+        return 2
+    except ValueError as err:
+        print(f"sim-cluster: bad access table: {err}", file=sys.stderr)
         return 2
     try:
         await sim.start()

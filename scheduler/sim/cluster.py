@@ -5,6 +5,7 @@ Tests use it in-process (`async with SimCluster(...) as sim`), the CLI serves it
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from pathlib import Path
 from types import TracebackType
@@ -14,9 +15,12 @@ import orjson
 import yaml
 from aiohttp import web
 
+from scheduler.sim.access import ADMIN_TOKEN, AccessTable
 from scheduler.sim.api import Api
 from scheduler.sim.controllers import WorkloadControllers
+from scheduler.sim.disruption import DisruptionController
 from scheduler.sim.faults import FaultInjector
+from scheduler.sim.jobs import JobController
 from scheduler.sim.kubelet import SimKubelet
 from scheduler.sim.nodes import build_nodes
 from scheduler.sim.resources import BY_STORE_NAME
@@ -43,13 +47,23 @@ class SimCluster:
         bookmark_interval: float = 5.0,
         history_size: int = 20_000,
         controllers: bool = True,
+        access: AccessTable | dict[str, Any] | str | Path | None = None,
     ) -> None:
+        """`access`: who may do what (see `scheduler.sim.access`): a table, its YAML form as a
+        dict or a file; by default everyone may do everything."""
         self.host = host
         self.port = port
         self.store = Store(history_size=history_size)
         self.api = Api(self.store)
         self.faults = FaultInjector(self.store)
-        self.server = SimServer(self.api, self.faults, bookmark_interval=bookmark_interval)
+        if isinstance(access, str | Path):
+            access = AccessTable.from_file(access)
+        elif isinstance(access, dict):
+            access = AccessTable().load(access)
+        self.access = access if access is not None else AccessTable()
+        self.server = SimServer(
+            self.api, self.faults, bookmark_interval=bookmark_interval, access=self.access
+        )
         self._node_objects = build_nodes(nodes, node_template)  # fail early on a bad template
         self._kubelet_enabled = kubelet
         self._kubelet_delay = kubelet_delay
@@ -57,6 +71,8 @@ class SimCluster:
         self.kubelet: SimKubelet | None = None
         self.controllers: WorkloadControllers | None = None
         self.volumes: VolumeControllers | None = None
+        self.disruption: DisruptionController | None = None
+        self.jobs: JobController | None = None
         self._runner: web.AppRunner | None = None
 
     @property
@@ -73,6 +89,12 @@ class SimCluster:
         if self._controllers_enabled:
             self.controllers = WorkloadControllers(self.api)
             self.volumes = VolumeControllers(self.api)
+            self.disruption = DisruptionController(self.api)
+            self.jobs = JobController(self.api)
+        await self._serve()
+        return self
+
+    async def _serve(self) -> None:
         self._runner = web.AppRunner(self.server.app, access_log=None, shutdown_timeout=0.5)
         await self._runner.setup()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -81,7 +103,22 @@ class SimCluster:
         self.port = sock.getsockname()[1]
         site = web.SockSite(self._runner, sock)
         await site.start()
-        return self
+
+    async def restart(self, down_for: float = 0.0) -> None:
+        """Restart the API server in place, as a real one restarting behind the same address:
+        every connection and watch is dropped, the watch history is gone (a resume answers 410,
+        so clients relist), the objects are kept. Nothing answers for ``down_for`` seconds."""
+        self.faults.drop_watches()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        # A restarted server's watch cache starts after the last write (as etcd moves on with the
+        # restart's own writes): every resume, even from the newest version, gets 410.
+        self.store.next_revision()
+        self.store.compact()
+        if down_for > 0:
+            await asyncio.sleep(down_for)
+        await self._serve()
 
     async def stop(self) -> None:
         self.faults.drop_watches()  # let streaming handlers finish instead of being cancelled
@@ -91,6 +128,10 @@ class SimCluster:
             self.controllers.close()
         if self.volumes:
             self.volumes.close()
+        if self.disruption:
+            self.disruption.close()
+        if self.jobs:
+            self.jobs.close()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -110,7 +151,7 @@ class SimCluster:
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [{"name": CONTEXT, "cluster": {"server": self.url}}],
-            "users": [{"name": CONTEXT, "user": {}}],
+            "users": [{"name": CONTEXT, "user": {"token": ADMIN_TOKEN}}],
             "contexts": [
                 {"name": CONTEXT, "context": {"cluster": CONTEXT, "user": CONTEXT, "namespace": "default"}}
             ],

@@ -8,7 +8,11 @@ change creates a new ReplicaSet and scales the old ones to zero (Recreate-like; 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+import math
+import time
+from calendar import timegm
 from typing import Any
 
 import orjson
@@ -16,7 +20,7 @@ import orjson
 from scheduler.sim.api import Api, now
 from scheduler.sim.errors import ApiError
 from scheduler.sim.resources import BY_STORE_NAME
-from scheduler.sim.selectors import labels_match, parse_label_selector
+from scheduler.sim.selectors import labels_match, selector_requirements
 from scheduler.sim.store import Event
 
 log = logging.getLogger(__name__)
@@ -63,19 +67,99 @@ def _pod_ready(pod: Obj) -> bool:
     )
 
 
-def _selector_requirements(selector: Obj) -> tuple[Any, ...]:
-    parts = [f"{k}={v}" for k, v in (selector.get("matchLabels") or {}).items()]
-    for expr in selector.get("matchExpressions") or ():
-        op, key, values = expr["operator"], expr["key"], ",".join(expr.get("values") or ())
-        parts.append(
-            {
-                "In": f"{key} in ({values})",
-                "NotIn": f"{key} notin ({values})",
-                "Exists": key,
-                "DoesNotExist": f"!{key}",
-            }[op]
+_PHASE_ORDER = {"Pending": 0, "Unknown": 1, "Running": 2}
+
+
+def _stamp(value: str | None) -> float | None:
+    if not value:
+        return None
+    return timegm(time.strptime(value.split(".")[0].rstrip("Z"), "%Y-%m-%dT%H:%M:%S"))
+
+
+def _ready_time(pod: Obj) -> float | None:
+    for c in (pod.get("status") or {}).get("conditions") or ():
+        if c.get("type") == "Ready" and c.get("status") == "True":
+            return _stamp(c.get("lastTransitionTime"))
+    return None
+
+
+def _deletion_cost(pod: Obj) -> int:
+    try:
+        return int(
+            (pod["metadata"].get("annotations") or {}).get("controller.kubernetes.io/pod-deletion-cost", 0)
         )
-    return parse_label_selector(",".join(parts))
+    except ValueError:
+        return 0
+
+
+def _log_rank(stamp: float, clock: float) -> int:
+    """floor(log2(age in nanoseconds)), -1 for no age: LogarithmicScaleDown's buckets."""
+    age = (clock - stamp) * 1e9
+    return int(math.log2(age)) if age > 0 else -1
+
+
+def _newer_first(a: float | None, b: float | None, uid_a: str, uid_b: str, clock: float) -> int:
+    """-1 when `a` goes first: a missing time first, then the younger by log2 bucket, then by uid."""
+    if a == b:
+        return 0
+    if a is None or b is None:
+        return -1 if a is None else 1
+    diff = _log_rank(a, clock) - _log_rank(b, clock)
+    if diff == 0:
+        return -1 if uid_a < uid_b else (1 if uid_a > uid_b else 0)
+    return -1 if diff < 0 else 1
+
+
+def deletion_order(pods: list[Obj], related: list[Obj], clock: float) -> list[Obj]:
+    """Pods in the order the ReplicaSet controller deletes them (ActivePodsWithRanks).
+
+    Unassigned before assigned; Pending before Unknown before Running; not ready before
+    ready; lower pod-deletion-cost first; more ready siblings on the same node first; then the
+    more recently ready, the more restarted, the newer (by log2 age buckets, then uid)."""
+    on_node: dict[str, int] = {}
+    for pod in related:
+        phase = (pod.get("status") or {}).get("phase")
+        if phase not in ("Succeeded", "Failed") and not pod["metadata"].get("deletionTimestamp"):
+            on_node[pod["spec"].get("nodeName", "")] = on_node.get(pod["spec"].get("nodeName", ""), 0) + 1
+
+    def restarts(pod: Obj) -> int:
+        return max(
+            (c.get("restartCount", 0) for c in (pod.get("status") or {}).get("containerStatuses") or ()),
+            default=0,
+        )
+
+    def compare(a: Obj, b: Obj) -> int:
+        node_a, node_b = a["spec"].get("nodeName", ""), b["spec"].get("nodeName", "")
+        if node_a != node_b and (not node_a or not node_b):
+            return -1 if not node_a else 1
+        phase_a = _PHASE_ORDER.get((a.get("status") or {}).get("phase", ""), 0)
+        phase_b = _PHASE_ORDER.get((b.get("status") or {}).get("phase", ""), 0)
+        if phase_a != phase_b:
+            return -1 if phase_a < phase_b else 1
+        ready_a, ready_b = _pod_ready(a), _pod_ready(b)
+        if ready_a != ready_b:
+            return -1 if not ready_a else 1
+        cost_a, cost_b = _deletion_cost(a), _deletion_cost(b)
+        if cost_a != cost_b:
+            return -1 if cost_a < cost_b else 1
+        rank_a, rank_b = on_node.get(node_a, 0), on_node.get(node_b, 0)
+        if rank_a != rank_b:
+            return -1 if rank_a > rank_b else 1
+        uid_a, uid_b = a["metadata"]["uid"], b["metadata"]["uid"]
+        if ready_a and ready_b:
+            order = _newer_first(_ready_time(a), _ready_time(b), uid_a, uid_b, clock)
+            if order:
+                return order
+        restarts_a, restarts_b = restarts(a), restarts(b)
+        if restarts_a != restarts_b:
+            return -1 if restarts_a > restarts_b else 1
+        created_a, created_b = (
+            _stamp(a["metadata"].get("creationTimestamp")),
+            _stamp(b["metadata"].get("creationTimestamp")),
+        )
+        return _newer_first(created_a, created_b, uid_a, uid_b, clock)
+
+    return sorted(pods, key=functools.cmp_to_key(compare))
 
 
 class WorkloadControllers:
@@ -134,6 +218,18 @@ class WorkloadControllers:
             if (ref := _controller_of(e.obj, "ReplicaSet")) and ref.get("uid") == uid
         ]
 
+    def _related_pods(self, rs: Obj) -> list[Obj]:
+        """The pods of every ReplicaSet of the same Deployment (upstream's indirectly related pods)."""
+        owner = _controller_of(rs, "Deployment")
+        if owner is None:
+            return self._owned_pods(rs)
+        siblings = [
+            e.obj
+            for e in self.api.store.entries("replicasets", rs["metadata"]["namespace"])
+            if (ref := _controller_of(e.obj, "Deployment")) and ref.get("uid") == owner.get("uid")
+        ]
+        return [p for sibling in siblings for p in self._owned_pods(sibling)]
+
     def _reconcile_replicaset(self, ns: str, name: str) -> None:
         entry = self.api.store.entry("replicasets", ns, name)
         if entry is None or entry.obj["metadata"].get("deletionTimestamp"):
@@ -151,18 +247,11 @@ class WorkloadControllers:
                     self.api.create(PODS, ns, {"metadata": meta, "spec": template.get("spec") or {}}).obj
                 )
         elif len(pods) > want:
-            # like the real controller: unassigned first, then not ready, then the newest
-            pods.sort(
-                key=lambda p: (
-                    bool(p["spec"].get("nodeName")),
-                    _pod_ready(p),
-                    p["metadata"]["creationTimestamp"],
-                )
-            )
+            pods = deletion_order(pods, self._related_pods(rs), time.time())
             for victim in pods[: len(pods) - want]:
                 self.api.delete(PODS, ns, victim["metadata"]["name"], {"gracePeriodSeconds": 0})
             pods = pods[len(pods) - want :]
-        selector = _selector_requirements(rs["spec"].get("selector") or {})
+        selector = selector_requirements(rs["spec"].get("selector") or {})
         ready = sum(1 for p in pods if _pod_ready(p))
         status = {
             **(rs.get("status") or {}),

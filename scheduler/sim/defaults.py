@@ -7,9 +7,11 @@ workload replicas.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from scheduler.sim.errors import ApiError, invalid
+from scheduler.sim.events import normalize_core
 from scheduler.sim.resources import ResourceType
 
 Obj = dict[str, Any]
@@ -100,6 +102,17 @@ def prepare_create(rt: ResourceType, obj: Obj, priorities: dict[str, int]) -> Ob
     if kind == "Pod":
         obj = default_pod(obj, priorities)
         obj["status"] = {"phase": "Pending", "qosClass": qos_class(obj["spec"])}
+        if obj["spec"].get("schedulingGates"):
+            obj["status"]["conditions"] = [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "lastProbeTime": None,
+                    "lastTransitionTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    "reason": "SchedulingGated",
+                    "message": "Scheduling is blocked due to non-empty scheduling gates",
+                }
+            ]
     elif kind == "Node":
         status = dict(obj.get("status") or {})
         if "capacity" in status and "allocatable" not in status:
@@ -117,10 +130,15 @@ def prepare_create(rt: ResourceType, obj: Obj, priorities: dict[str, int]) -> Ob
         if kind == "Deployment":
             spec.setdefault("revisionHistoryLimit", 10)
             spec.setdefault("progressDeadlineSeconds", 600)
-            spec.setdefault(
-                "strategy",
-                {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}},
-            )
+            strategy = dict(spec.get("strategy") or {})
+            strategy.setdefault("type", "RollingUpdate")
+            if strategy["type"] == "RollingUpdate":
+                strategy["rollingUpdate"] = {
+                    "maxSurge": "25%",
+                    "maxUnavailable": "25%",
+                    **(strategy.get("rollingUpdate") or {}),
+                }
+            spec["strategy"] = strategy
         if not (spec.get("selector") or {}).get("matchLabels") and not (spec.get("selector") or {}).get(
             "matchExpressions"
         ):
@@ -132,4 +150,61 @@ def prepare_create(rt: ResourceType, obj: Obj, priorities: dict[str, int]) -> Ob
         obj.setdefault("reclaimPolicy", "Delete")
     elif kind == "PriorityClass":
         obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    elif kind == "Secret":
+        obj.setdefault("type", "Opaque")
+    elif kind == "Job":
+        obj["spec"] = _job_spec(obj)
+    elif kind == "Event" and not rt.group:
+        obj = normalize_core(obj)
     return obj
+
+
+def _job_spec(job: Obj) -> Obj:
+    """batch/v1 Job defaults and the generated selector (unless spec.manualSelector)."""
+    meta = job["metadata"]
+    spec = dict(job.get("spec") or {})
+    template = dict(spec.get("template") or {})
+    pod_spec = template.get("spec") or {}
+    policy = pod_spec.get("restartPolicy")
+    if policy not in ("OnFailure", "Never"):
+        why = (
+            f'Unsupported value: "{policy}": supported values: "OnFailure", "Never"'
+            if policy
+            else 'Required value: valid values: "OnFailure", "Never"'
+        )
+        raise invalid("Job", meta["name"], "spec.template.spec.restartPolicy", why, "batch")
+    if spec.get("completions") is None and spec.get("parallelism") is None:
+        spec["completions"] = 1
+    spec.setdefault("parallelism", 1)
+    spec.setdefault("backoffLimit", 6)
+    spec.setdefault("completionMode", "NonIndexed")
+    spec.setdefault("suspend", False)
+    spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
+    if spec.get("manualSelector") is not True:
+        uid, name = meta["uid"], meta["name"]
+        spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
+        labels = {
+            **((template.get("metadata") or {}).get("labels") or {}),
+            "batch.kubernetes.io/controller-uid": uid,
+            "batch.kubernetes.io/job-name": name,
+            "controller-uid": uid,
+            "job-name": name,
+        }
+        template["metadata"] = {**(template.get("metadata") or {}), "labels": labels}
+    spec["template"] = template
+    return spec
+
+
+def prepare_update(rt: ResourceType, old: Obj, new: Obj) -> None:
+    """Checks of the update strategy: a pod's scheduling gates can only be removed."""
+    if rt.kind != "Pod" or rt.group:
+        return
+    before = {g.get("name") for g in (old.get("spec") or {}).get("schedulingGates") or ()}
+    for i, gate in enumerate((new.get("spec") or {}).get("schedulingGates") or ()):
+        if gate.get("name") not in before:
+            raise invalid(
+                "Pod",
+                new["metadata"].get("name", ""),
+                f"spec.schedulingGates[{i}].name",
+                f"Forbidden: only deletion is allowed, but found new scheduling gate '{gate.get('name')}'",
+            )

@@ -1,7 +1,12 @@
-"""Discovery documents (/api, /apis, /api/v1, /apis/<g>/<v>, /version) built from the resource table."""
+"""Discovery documents (/api, /apis, /api/v1, /apis/<g>/<v>, /version) built from the served kinds.
+
+Every function takes the kinds to describe (a server passes its registry's, CRDs included).
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from typing import Any
 
 from scheduler import __version__
@@ -24,12 +29,24 @@ def version() -> dict[str, Any]:
     }
 
 
-def group_versions() -> dict[str, list[str]]:
+_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
+
+
+def version_priority(version: str) -> tuple[int, int, int]:
+    """Kubernetes' version order, most preferred first when sorted: v2 > v1 > v1beta2 > v1alpha1."""
+    m = _VERSION.match(version)
+    if m is None:
+        return (3, 0, 0)  # non-Kubernetes-style versions sort last
+    stage = {None: 0, "beta": 1, "alpha": 2}[m.group(2)]
+    return (stage, -int(m.group(1)), -int(m.group(3) or 0))
+
+
+def group_versions(resources: Iterable[ResourceType] = RESOURCES) -> dict[str, list[str]]:
     groups: dict[str, list[str]] = {}
-    for r in RESOURCES:
+    for r in resources:
         if r.group and r.version not in groups.setdefault(r.group, []):
             groups[r.group].append(r.version)
-    return groups
+    return {group: sorted(versions, key=version_priority) for group, versions in groups.items()}
 
 
 def api_versions() -> dict[str, Any]:
@@ -45,16 +62,16 @@ def _group(name: str, versions: list[str]) -> dict[str, Any]:
     return {"name": name, "versions": entries, "preferredVersion": entries[0]}
 
 
-def api_group_list() -> dict[str, Any]:
+def api_group_list(resources: Iterable[ResourceType] = RESOURCES) -> dict[str, Any]:
     return {
         "kind": "APIGroupList",
         "apiVersion": "v1",
-        "groups": [_group(name, versions) for name, versions in group_versions().items()],
+        "groups": [_group(name, versions) for name, versions in group_versions(resources).items()],
     }
 
 
-def api_group(name: str) -> dict[str, Any] | None:
-    versions = group_versions().get(name)
+def api_group(name: str, resources: Iterable[ResourceType] = RESOURCES) -> dict[str, Any] | None:
+    versions = group_versions(resources).get(name)
     if versions is None:
         return None
     return {"kind": "APIGroup", "apiVersion": "v1", **_group(name, versions)}
@@ -66,7 +83,7 @@ def _resource_entries(r: ResourceType) -> list[dict[str, Any]]:
         "singularName": r.singular,
         "namespaced": r.namespaced,
         "kind": r.kind,
-        "verbs": VERBS,
+        "verbs": list(r.verbs) or VERBS,
     }
     if r.short_names:
         main["shortNames"] = list(r.short_names)
@@ -81,6 +98,18 @@ def _resource_entries(r: ResourceType) -> list[dict[str, Any]]:
                     "singularName": "",
                     "namespaced": True,
                     "kind": "Binding",
+                    "verbs": ["create"],
+                }
+            )
+        elif sub == "eviction":
+            entries.append(
+                {
+                    "name": f"{r.plural}/eviction",
+                    "singularName": "",
+                    "namespaced": True,
+                    "group": "policy",
+                    "version": "v1",
+                    "kind": "Eviction",
                     "verbs": ["create"],
                 }
             )
@@ -109,8 +138,10 @@ def _resource_entries(r: ResourceType) -> list[dict[str, Any]]:
     return entries
 
 
-def resource_list(group: str, version: str) -> dict[str, Any] | None:
-    chosen = [r for r in RESOURCES if r.group == group and r.version == version]
+def resource_list(
+    group: str, version: str, resources: Iterable[ResourceType] = RESOURCES
+) -> dict[str, Any] | None:
+    chosen = [r for r in resources if r.group == group and r.version == version]
     if not chosen:
         return None
     return {

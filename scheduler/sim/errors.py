@@ -96,7 +96,7 @@ def invalid(kind: str, name: str, field: str, message: str, group: str = "") -> 
     return ApiError(
         422,
         "Invalid",
-        f'{kind} "{name}" is invalid: {field}: {message}',
+        f'{f"{kind}.{group}" if group else kind} "{name}" is invalid: {field}: {message}',
         details={"name": name, "kind": kind, **({"group": group} if group else {})},
     )
 

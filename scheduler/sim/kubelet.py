@@ -1,7 +1,10 @@
 """A simulated kubelet: bound pods start Running and Ready, terminating pods go away.
 
 Nothing runs; the kubelet only writes the status a real one would report, after a short
-delay, so schedulers and controllers see the usual Pending → Running progression.
+delay, so schedulers and controllers see the usual Pending → Running progression. There is
+one kubelet per Node object: a pod bound to a node that does not exist stays Pending (until
+such a node is created), as no kubelet would ever pick it up. Terminating pods are finished
+on any node, as PodGC force-deletes the pods of missing nodes.
 """
 
 from __future__ import annotations
@@ -35,6 +38,9 @@ class SimKubelet:
             self.api.store.listeners.remove(self._on_event)
 
     def _on_event(self, resource: str, event: Event) -> None:
+        if resource == "nodes" and event.type == "ADDED":
+            self._node_added(event.obj["metadata"]["name"])
+            return
         if resource != "pods" or event.type == "DELETED":
             return
         pod = event.obj
@@ -55,6 +61,18 @@ class SimKubelet:
         self._pending.add((*key, deleting))
         asyncio.get_running_loop().call_later(self.delay, action, key, meta["uid"])
 
+    def _node_added(self, node: str) -> None:
+        """A new node's kubelet starts the pods already bound to it."""
+        for entry in self.api.store.entries("pods"):
+            pod = entry.obj
+            if pod["spec"].get("nodeName") == node and (pod.get("status") or {}).get("phase") == "Pending":
+                key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
+                if (*key, False) not in self._pending:
+                    self._pending.add((*key, False))
+                    asyncio.get_running_loop().call_later(
+                        self.delay, self._start, key, pod["metadata"]["uid"]
+                    )
+
     def _current(self, key: tuple[str, str], uid: str) -> dict | None:
         entry = self.api.store.entry("pods", *key)
         if entry is None or entry.obj["metadata"]["uid"] != uid:
@@ -71,17 +89,15 @@ class SimKubelet:
         ):
             return
         node = self.api.store.entry("nodes", None, pod["spec"]["nodeName"])
-        host_ip = (
-            next(
-                (
-                    a["address"]
-                    for a in (node.obj["status"].get("addresses") or [])
-                    if a.get("type") == "InternalIP"
-                ),
-                "10.0.0.1",
-            )
-            if node
-            else "10.0.0.1"
+        if node is None:
+            return  # no such node, so no kubelet: the pod stays Pending
+        host_ip = next(
+            (
+                a["address"]
+                for a in (node.obj["status"].get("addresses") or [])
+                if a.get("type") == "InternalIP"
+            ),
+            "10.0.0.1",
         )
         self._ips += 1
         n = self._ips

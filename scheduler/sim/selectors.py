@@ -6,7 +6,7 @@ event on watch, so parsing cost never sits on the per-object path.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,6 +91,22 @@ def parse_label_selector(selector: str | None) -> tuple[Requirement, ...]:
     return tuple(requirements)
 
 
+def selector_requirements(selector: dict[str, Any]) -> tuple[Requirement, ...]:
+    """A LabelSelector object (matchLabels, matchExpressions) as requirements."""
+    parts = [f"{k}={v}" for k, v in (selector.get("matchLabels") or {}).items()]
+    for expr in selector.get("matchExpressions") or ():
+        op, key, values = expr["operator"], expr["key"], ",".join(expr.get("values") or ())
+        parts.append(
+            {
+                "In": f"{key} in ({values})",
+                "NotIn": f"{key} notin ({values})",
+                "Exists": key,
+                "DoesNotExist": f"!{key}",
+            }[op]
+        )
+    return parse_label_selector(",".join(parts))
+
+
 def labels_match(requirements: tuple[Requirement, ...], obj: dict[str, Any]) -> bool:
     labels = obj.get("metadata", {}).get("labels") or {}
     return all(r.matches(labels) for r in requirements)
@@ -131,14 +147,26 @@ def parse_field_selector(selector: str | None) -> tuple[tuple[str, bool, str], .
     return tuple(terms)
 
 
-def fields_match(terms: tuple[tuple[str, bool, str], ...], obj: dict[str, Any]) -> bool:
-    return all((field_value(obj, path) == value) is equal for path, equal, value in terms)
+FieldGetters = Mapping[str, Callable[[dict[str, Any]], str]]
+
+
+def fields_match(
+    terms: tuple[tuple[str, bool, str], ...], obj: dict[str, Any], getters: FieldGetters | None = None
+) -> bool:
+    if getters is None:
+        return all((field_value(obj, path) == value) is equal for path, equal, value in terms)
+    return all((getters[path](obj) == value) is equal for path, equal, value in terms)
 
 
 def make_filter(
-    label_selector: str | None, field_selector: str | None, namespace: str | None
+    label_selector: str | None,
+    field_selector: str | None,
+    namespace: str | None,
+    getters: FieldGetters | None = None,
 ) -> Callable[[dict[str, Any]], bool] | None:
-    """One predicate for a list or watch request, or None when everything matches."""
+    """One predicate for a list or watch request, or None when everything matches.
+
+    `getters` reads fields a kind computes (an Event's `source`) instead of by dotted path."""
     labels = parse_label_selector(label_selector)
     fields = parse_field_selector(field_selector)
     if not labels and not fields and not namespace:
@@ -147,6 +175,6 @@ def make_filter(
     def predicate(obj: dict[str, Any]) -> bool:
         if namespace and obj["metadata"].get("namespace") != namespace:
             return False
-        return labels_match(labels, obj) and fields_match(fields, obj)
+        return labels_match(labels, obj) and fields_match(fields, obj, getters)
 
     return predicate

@@ -3,6 +3,10 @@
 Objects are dicts that are never mutated once stored (writers build a new dict), each kept
 with its orjson encoding, so GET, LIST and watch fan-out reuse bytes instead of re-encoding
 or deep-copying. One global revision orders every write, like etcd's.
+
+A view (`add_view`) is a second name for a resource whose objects are converted on the way
+in and out, the way the real server serves one stored kind in two groups (Events): reads,
+writes and watches through the view see its form, and share objects, versions and history.
 """
 
 from __future__ import annotations
@@ -86,6 +90,29 @@ class Watcher:
         self.wakeup.set()
 
 
+@dataclass(slots=True)
+class View:
+    base: str
+    to_view: Callable[[Obj], Obj]
+    to_base: Callable[[Obj], Obj]
+    cache: dict[str, tuple[Entry, Entry]] = field(default_factory=dict)  # key -> (base, converted)
+
+    def entry(self, key: str, base: Entry) -> Entry:
+        cached = self.cache.get(key)
+        if cached is not None and cached[0] is base:
+            return cached[1]
+        obj = self.to_view(base.obj)
+        converted = Entry(obj, orjson.dumps(obj))
+        self.cache[key] = (base, converted)
+        return converted
+
+    def event(self, event: Event) -> Event:
+        obj = self.to_view(event.obj)
+        raw = orjson.dumps(obj)
+        prev = self.to_view(event.prev) if event.prev is not None else None
+        return Event(event.rv, event.type, obj, raw, prev, frame(event.type, raw))
+
+
 class Store:
     """Objects per resource, keyed "namespace/name" (or "name" when cluster-scoped)."""
 
@@ -98,6 +125,16 @@ class Store:
         self._floor: dict[str, int] = {}  # watches from a version below this get 410
         self._watchers: dict[str, set[Watcher]] = {}
         self.listeners: list[Callable[[str, Event], None]] = []
+        self._views: dict[str, View] = {}
+        self._views_of: dict[str, list[tuple[str, View]]] = {}
+
+    def add_view(
+        self, name: str, base: str, to_view: Callable[[Obj], Obj], to_base: Callable[[Obj], Obj]
+    ) -> None:
+        """Serve resource `base` also as `name`, converting objects with the two functions."""
+        view = View(base, to_view, to_base)
+        self._views[name] = view
+        self._views_of.setdefault(base, []).append((name, view))
 
     # ---- reads -------------------------------------------------------------------------
 
@@ -106,7 +143,10 @@ class Store:
         return f"{namespace}/{name}" if namespace else name
 
     def entry(self, resource: str, namespace: str | None, name: str) -> Entry | None:
-        return self._objects.get(resource, {}).get(self.key(namespace, name))
+        view = self._views.get(resource)
+        key = self.key(namespace, name)
+        found = self._objects.get(view.base if view else resource, {}).get(key)
+        return view.entry(key, found) if view and found else found
 
     def get(self, resource: str, namespace: str | None, name: str) -> Obj | None:
         """A private copy of the stored object (callers may mutate it)."""
@@ -121,6 +161,12 @@ class Store:
         self, resource: str, namespace: str | None = None, after: str | None = None
     ) -> Iterator[Entry]:
         """Stored entries in key order (shared, never mutate), starting after key `after`."""
+        view = self._views.get(resource)
+        if view is not None:
+            for entry in self.entries(view.base, namespace, after):
+                meta = entry.obj["metadata"]
+                yield view.entry(self.key(meta.get("namespace"), meta["name"]), entry)
+            return
         objects = self._objects.get(resource, {})
         keys = self._sorted.get(resource)
         if keys is None:
@@ -135,7 +181,8 @@ class Store:
             yield objects[k]
 
     def count(self, resource: str) -> int:
-        return len(self._objects.get(resource, {}))
+        view = self._views.get(resource)
+        return len(self._objects.get(view.base if view else resource, {}))
 
     # ---- writes ------------------------------------------------------------------------
 
@@ -143,11 +190,19 @@ class Store:
         self.revision += 1
         return self.revision
 
-    def put(self, resource: str, key: str, obj: Obj, event_type: str) -> Entry:
-        """Store `obj` (already stamped with its resourceVersion) and publish the event."""
+    def put(self, resource: str, key: str, obj: Obj, event_type: str, raw: bytes | None = None) -> Entry:
+        """Store `obj` (already stamped with its resourceVersion) and publish the event.
+
+        `raw`: what clients are served instead of `obj`'s encoding (the fault injector's
+        malformed objects; `obj` is then the part the simulator itself reads)."""
+        view = self._views.get(resource)
+        if view is not None:
+            if raw is not None:
+                raise ValueError(f"{resource} is a view of {view.base}: store the object there")
+            return view.entry(key, self.put(view.base, key, view.to_base(obj), event_type))
         objects = self._objects.setdefault(resource, {})
         prev = objects.get(key)
-        raw = orjson.dumps(obj)
+        raw = orjson.dumps(obj) if raw is None else raw
         entry = Entry(obj, raw)
         if prev is None:
             self._sorted.pop(resource, None)
@@ -157,6 +212,12 @@ class Store:
 
     def remove(self, resource: str, key: str, final: Obj) -> Entry:
         """Drop the object; `final` is its last state stamped with the deletion revision."""
+        view = self._views.get(resource)
+        if view is not None:
+            view.cache.pop(key, None)
+            gone = self.remove(view.base, key, view.to_base(final))
+            obj = view.to_view(gone.obj)
+            return Entry(obj, orjson.dumps(obj))
         objects = self._objects.get(resource, {})
         prev = objects.pop(key)
         self._sorted.pop(resource, None)
@@ -176,6 +237,15 @@ class Store:
         history.append(event)
         for watcher in self._watchers.get(resource, ()):
             watcher.deliver(event)
+        for name, view in self._views_of.get(resource, ()):
+            if event_type == "DELETED":
+                key = self.key(obj["metadata"].get("namespace"), obj["metadata"]["name"])
+                view.cache.pop(key, None)
+            watchers = self._watchers.get(name)
+            if watchers:
+                converted = view.event(event)
+                for watcher in watchers:
+                    watcher.deliver(converted)
         for listener in self.listeners:
             listener(resource, event)
 
@@ -186,13 +256,15 @@ class Store:
     ) -> Watcher:
         """Open a watcher; with `since`, first replay the retained events after it (410 if too old)."""
         watcher = Watcher(resource, predicate, namespace)
+        view = self._views.get(resource)
+        base = view.base if view else resource
         if since is not None:
-            floor = self._floor.get(resource, 0)
+            floor = self._floor.get(base, 0)
             if since < floor:
                 raise expired(since, floor + 1)
-            for event in self._history.get(resource, ()):
+            for event in self._history.get(base, ()):
                 if event.rv > since:
-                    watcher.deliver(event)
+                    watcher.deliver(view.event(event) if view else event)
         else:
             for entry in self.entries(resource, namespace):
                 if predicate is None or predicate(entry.obj):

@@ -11,6 +11,8 @@ from calendar import timegm
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from scheduler.sim.events import to_core
+from scheduler.sim.printcolumns import custom_columns
 from scheduler.sim.resources import ResourceType
 from scheduler.sim.store import Entry
 
@@ -46,12 +48,87 @@ def human_duration(seconds: float) -> str:
     return f"{d // 365}y{d % 365}d" if d < 2920 else f"{d // 365}y"
 
 
-def _age(obj: Obj) -> str:
-    stamp = obj["metadata"].get("creationTimestamp")
+def _since(stamp: str | None) -> str:
+    """The age of an RFC 3339 Time or MicroTime, "<unknown>" for none (translateTimestampSince)."""
     if not stamp:
         return "<unknown>"
-    created = timegm(time.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ"))
+    created = timegm(time.strptime(stamp.split(".")[0].rstrip("Z"), "%Y-%m-%dT%H:%M:%S"))
     return human_duration(time.time() - created)
+
+
+def _age(obj: Obj) -> str:
+    return _since(obj["metadata"].get("creationTimestamp"))
+
+
+def _event_row(event: Obj) -> list[Any]:
+    """Upstream's event printer over either Event form (core/v1 or events.k8s.io/v1)."""
+    if "regarding" in event or "note" in event:
+        event = to_core(event)
+    first = _since(event.get("firstTimestamp") or event.get("eventTime"))
+    last = _since(event["lastTimestamp"]) if event.get("lastTimestamp") else first
+    count = event.get("count") or 1
+    if event.get("series"):
+        last = _since(event["series"].get("lastObservedTime"))
+        count = event["series"].get("count", 0)
+    target = event.get("involvedObject") or {}
+    kind = (target.get("kind") or "").lower()
+    source = event.get("source") or {}
+    component = source.get("component") or event.get("reportingComponent") or ""
+    host = source.get("host") or event.get("reportingInstance") or ""
+    return [
+        last,
+        event.get("type", ""),
+        event.get("reason", ""),
+        f"{kind}/{target['name']}" if target.get("name") else kind,
+        target.get("fieldPath", ""),
+        f"{component}, {host}" if host else component,
+        (event.get("message") or "").strip(),
+        first,
+        count,
+        event["metadata"]["name"],
+    ]
+
+
+def _job_status(job: Obj) -> str:
+    conditions = {
+        c.get("type") for c in (job.get("status") or {}).get("conditions") or () if c.get("status") == "True"
+    }
+    for kind, text in (("Complete", "Complete"), ("Failed", "Failed")):
+        if kind in conditions:
+            return text
+    if job["metadata"].get("deletionTimestamp"):
+        return "Terminating"
+    for kind in ("Suspended", "FailureTarget", "SuccessCriteriaMet"):
+        if kind in conditions:
+            return kind
+    return "Running"
+
+
+def _job_completions(job: Obj) -> str:
+    succeeded = (job.get("status") or {}).get("succeeded", 0)
+    spec = job.get("spec") or {}
+    if spec.get("completions") is not None:
+        return f"{succeeded}/{spec['completions']}"
+    parallelism = spec.get("parallelism") or 0
+    return f"{succeeded}/1 of {parallelism}" if parallelism > 1 else f"{succeeded}/1"
+
+
+def _job_duration(job: Obj) -> str:
+    status = job.get("status") or {}
+    start, end = status.get("startTime"), status.get("completionTime")
+    if not start:
+        return ""
+    began = timegm(time.strptime(start, "%Y-%m-%dT%H:%M:%SZ"))
+    ended = timegm(time.strptime(end, "%Y-%m-%dT%H:%M:%SZ")) if end else time.time()
+    return human_duration(ended - began)
+
+
+def _int_or_na(*path: str) -> Callable[[Obj], str]:
+    def cell(obj: Obj) -> str:
+        value = (obj.get("spec") or {}).get(path[-1])
+        return "N/A" if value is None else str(value)
+
+    return cell
 
 
 def _pod_ready(pod: Obj) -> str:
@@ -102,10 +179,38 @@ def _status(*path: str, default: Any = 0) -> Callable[[Obj], Any]:
     return cell
 
 
+def _no_cell(obj: Obj) -> Any:
+    raise AssertionError("the kind's cells come from ROWS")
+
+
 NAME: Column = ("Name", "string", 0, lambda o: o["metadata"]["name"])
 AGE: Column = ("Age", "string", 0, _age)
 
+
+def _service_ports(service: Obj) -> str:
+    """``80/TCP,443:30443/TCP`` as kubectl prints a Service's ports."""
+    cells = []
+    for port in (service.get("spec") or {}).get("ports") or ():
+        node_port = f":{port['nodePort']}" if port.get("nodePort") else ""
+        cells.append(f"{port.get('port')}{node_port}/{port.get('protocol') or 'TCP'}")
+    return ",".join(cells) or "<none>"
+
+
+def _service_selector(service: Obj) -> str:
+    selector = (service.get("spec") or {}).get("selector") or {}
+    return ",".join(f"{k}={v}" for k, v in sorted(selector.items())) or "<none>"
+
+
 COLUMNS: dict[str, list[Column]] = {
+    "Service": [
+        NAME,
+        ("Type", "string", 0, _status("spec", "type", default="ClusterIP")),
+        ("Cluster-IP", "string", 0, _status("spec", "clusterIP", default="<none>")),
+        ("External-IP", "string", 0, lambda s: "<none>"),
+        ("Port(s)", "string", 0, _service_ports),
+        AGE,
+        ("Selector", "string", 1, _service_selector),
+    ],
     "Pod": [
         NAME,
         ("Ready", "string", 0, _pod_ready),
@@ -169,11 +274,64 @@ COLUMNS: dict[str, list[Column]] = {
         AGE,
     ],
     "Lease": [NAME, ("Holder", "string", 0, _status("spec", "holderIdentity", default="")), AGE],
+    "Event": [
+        (name, kind, priority, _no_cell)
+        for name, kind, priority in (
+            ("Last Seen", "string", 0),
+            ("Type", "string", 0),
+            ("Reason", "string", 0),
+            ("Object", "string", 0),
+            ("Subobject", "string", 1),
+            ("Source", "string", 1),
+            ("Message", "string", 0),
+            ("First Seen", "string", 1),
+            ("Count", "string", 1),
+            ("Name", "string", 1),
+        )
+    ],
+    "Secret": [
+        NAME,
+        ("Type", "string", 0, _status("type", default="")),
+        ("Data", "string", 0, lambda s: len(s.get("data") or {})),
+        AGE,
+    ],
+    "ConfigMap": [
+        NAME,
+        ("Data", "string", 0, lambda c: len(c.get("data") or {}) + len(c.get("binaryData") or {})),
+        AGE,
+    ],
+    "Job": [
+        NAME,
+        ("Status", "string", 0, _job_status),
+        ("Completions", "string", 0, _job_completions),
+        ("Duration", "string", 0, _job_duration),
+        AGE,
+    ],
+    "PodDisruptionBudget": [
+        NAME,
+        ("Min Available", "string", 0, _int_or_na("minAvailable")),
+        ("Max Unavailable", "string", 0, _int_or_na("maxUnavailable")),
+        ("Allowed Disruptions", "integer", 0, _status("status", "disruptionsAllowed")),
+        AGE,
+    ],
 }
 
 
-def table_for(rt: ResourceType, entries: list[Entry], result: ListResult | None, include: str | None) -> Obj:
-    columns = COLUMNS.get(rt.kind, [NAME, AGE])
+# kinds whose printer computes a whole row at once
+ROWS: dict[str, Callable[[Obj], list[Any]]] = {"Event": _event_row}
+
+
+def table_for(
+    rt: ResourceType,
+    entries: list[Entry],
+    result: ListResult | None,
+    include: str | None,
+    *,
+    headers: bool = True,
+) -> Obj:
+    """The Table of `entries`; a watch sends `headers` (columnDefinitions) with its first event only."""
+    columns = custom_columns(rt) if rt.crd else COLUMNS.get(rt.kind, [NAME, AGE])
+    row_of = ROWS.get(rt.kind) or (lambda obj: [cell(obj) for _, _, _, cell in columns])
     rows = []
     for entry in entries:
         obj = entry.obj
@@ -187,12 +345,14 @@ def table_for(rt: ResourceType, entries: list[Entry], result: ListResult | None,
                 "apiVersion": "meta.k8s.io/v1",
                 "metadata": obj["metadata"],
             }
-        rows.append({"cells": [cell(obj) for _, _, _, cell in columns], "object": embedded})
+        rows.append({"cells": row_of(obj), "object": embedded})
     meta: Obj = {}
     if result is not None:
         meta["resourceVersion"] = str(result.resource_version)
         if result.continue_token:
             meta["continue"] = result.continue_token
+    elif len(entries) == 1:
+        meta["resourceVersion"] = entries[0].obj["metadata"].get("resourceVersion", "")
     return {
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",
@@ -200,6 +360,8 @@ def table_for(rt: ResourceType, entries: list[Entry], result: ListResult | None,
         "columnDefinitions": [
             {"name": n, "type": t, "format": "name" if n == "Name" else "", "description": "", "priority": p}
             for n, t, p, _ in columns
-        ],
+        ]
+        if headers
+        else None,
         "rows": rows,
     }

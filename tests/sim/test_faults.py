@@ -100,3 +100,54 @@ async def test_the_http_admin_path_switches_faults(sim: SimCluster) -> None:
             assert resp.status == 200
         async with http.post(f"{sim.url}/_sim/faults", json={"action": "explode"}) as resp:
             assert resp.status == 400
+
+
+async def test_an_injected_object_is_served_as_given_by_list_get_and_watch(sim: SimCluster) -> None:
+    hostile = {"metadata": {"name": "h", "namespace": "default", "uid": "u"}, "spec": "oops", "n": 10**30}
+    async with aiohttp.ClientSession() as http:
+        async with http.get(f"{sim.url}/api/v1/pods") as resp:
+            rv = (await resp.json())["metadata"]["resourceVersion"]
+        command = {"action": "injectRaw", "resource": "pods", "object": None, "name": "null"}
+        async with http.post(f"{sim.url}/_sim/faults", json=command) as resp:
+            assert (await resp.json())["rawObjects"] == 1
+        stamped = sim.faults.inject_raw("pods", hostile)
+        async with http.get(
+            f"{sim.url}/api/v1/pods", params={"fieldSelector": "status.phase!=Failed"}
+        ) as resp:
+            body = await resp.text()
+        assert body.endswith(',"spec":"oops","n":1000000000000000000000000000000},null]}')  # in key order
+        async with http.get(f"{sim.url}/api/v1/namespaces/default/pods/h") as resp:
+            assert (await resp.json())["metadata"]["resourceVersion"] == str(stamped)
+        params = {"watch": "true", "resourceVersion": rv, "timeoutSeconds": "1"}
+        async with http.get(f"{sim.url}/api/v1/pods", params=params) as resp:
+            events = [json.loads(line) for line in (await resp.text()).splitlines()]
+    assert [(e["type"], e["object"] if e["object"] is None else e["object"]["spec"]) for e in events] == [
+        ("ADDED", None),
+        ("ADDED", "oops"),
+    ]
+
+
+async def test_an_injected_pod_takes_a_status_patch_and_a_binding_as_given(sim: SimCluster) -> None:
+    pod = {"metadata": {"name": "p", "namespace": "default", "uid": "u", "labels": ["odd"]}, "spec": {}}
+    sim.faults.inject_raw("pods", pod)
+    condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+    async with aiohttp.ClientSession() as http:
+        path = f"{sim.url}/api/v1/namespaces/default/pods/p"
+        headers = {"Content-Type": "application/strategic-merge-patch+json"}
+        patch = json.dumps({"status": {"conditions": [condition]}, "metadata": {"labels": None}})
+        async with http.patch(f"{path}/status", data=patch, headers=headers) as resp:
+            assert resp.status == 200
+        binding = {"target": {"kind": "Node", "name": "node-0000"}}
+        async with http.post(f"{path}/binding", json=binding) as resp:
+            assert resp.status == 201
+        async with http.post(f"{path}/binding", json=binding) as resp:
+            assert resp.status == 409  # bound once, like any pod
+    stored = sim.store.get("pods", "default", "p")
+    assert stored["metadata"]["labels"] == ["odd"]  # a status patch changes only the status
+    assert stored["spec"] == {"nodeName": "node-0000"}
+    assert stored["status"]["conditions"] == [{"type": "PodScheduled", "status": "True"}]
+    assert sim.faults.is_raw("pods", "default", "p")
+    await sim.create(
+        "pods", {"metadata": {"name": "q"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
+    )
+    assert not sim.faults.is_raw("pods", "default", "q")

@@ -4,22 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from scheduler.sim import SimCluster
+from tests.sim.kubectl import KUBECTL, needs_kubectl
 
-KUBECTL = Path(__file__).resolve().parents[2] / ".tools" / "bin" / "kubectl"
-pytestmark = [
-    pytest.mark.kubectl,
-    pytest.mark.skipif(
-        not KUBECTL.exists() and shutil.which("kubectl") is None,
-        reason="kubectl binary missing: run `make tools` to install it into .tools/bin",
-    ),
-]
+pytestmark = needs_kubectl
 
 DEPLOYMENT = """\
 apiVersion: apps/v1
@@ -47,7 +42,7 @@ spec:
 async def kubectl(tmp_path: Path) -> AsyncIterator:
     async with SimCluster(nodes=5, kubelet_delay=0.01) as sim:
         kubeconfig = sim.write_kubeconfig(tmp_path / "kubeconfig")
-        binary = str(KUBECTL if KUBECTL.exists() else shutil.which("kubectl"))
+        binary = str(KUBECTL)
 
         async def run(*args: str, check: bool = True) -> str:
             proc = await asyncio.create_subprocess_exec(
@@ -77,9 +72,7 @@ async def test_kubectl_get_nodes_lists_every_node_with_its_status(kubectl) -> No
 
 async def test_kubectl_apply_of_a_deployment_creates_its_pods(kubectl, tmp_path: Path) -> None:
     (tmp_path / "deployment.yaml").write_text(DEPLOYMENT)
-    assert "deployment.apps/web created" in await kubectl(
-        "apply", "--validate=false", "-f", "deployment.yaml"
-    )
+    assert "deployment.apps/web created" in await kubectl("apply", "-f", "deployment.yaml")
     for _ in range(100):
         pods = json.loads(await kubectl("get", "pods", "-o", "json"))["items"]
         if len(pods) == 3:
@@ -90,9 +83,7 @@ async def test_kubectl_apply_of_a_deployment_creates_its_pods(kubectl, tmp_path:
     assert {p["status"]["phase"] for p in pods} == {"Pending"}
     # applying again with a change goes through the strategic-merge-patch path
     (tmp_path / "deployment.yaml").write_text(DEPLOYMENT.replace("replicas: 3", "replicas: 1"))
-    assert "deployment.apps/web configured" in await kubectl(
-        "apply", "--validate=false", "-f", "deployment.yaml"
-    )
+    assert "deployment.apps/web configured" in await kubectl("apply", "-f", "deployment.yaml")
     for _ in range(100):
         if len(kubectl.sim.store.list("pods", "default")) == 1:
             break
@@ -102,7 +93,7 @@ async def test_kubectl_apply_of_a_deployment_creates_its_pods(kubectl, tmp_path:
 
 async def test_kubectl_describe_pod_shows_the_controller_and_requests(kubectl, tmp_path: Path) -> None:
     (tmp_path / "deployment.yaml").write_text(DEPLOYMENT)
-    await kubectl("apply", "--validate=false", "-f", "deployment.yaml")
+    await kubectl("apply", "-f", "deployment.yaml")
     for _ in range(100):
         names = (await kubectl("get", "pods", "-o", "name")).split()
         if names:
@@ -116,7 +107,7 @@ async def test_kubectl_describe_pod_shows_the_controller_and_requests(kubectl, t
 
 async def test_kubectl_delete_removes_the_deployment_and_its_pods(kubectl, tmp_path: Path) -> None:
     (tmp_path / "deployment.yaml").write_text(DEPLOYMENT)
-    await kubectl("apply", "--validate=false", "-f", "deployment.yaml")
+    await kubectl("apply", "-f", "deployment.yaml")
     assert 'deployment.apps "web" deleted' in await kubectl("delete", "-f", "deployment.yaml")
     for _ in range(100):
         if not kubectl.sim.store.list("pods"):
@@ -124,3 +115,10 @@ async def test_kubectl_delete_removes_the_deployment_and_its_pods(kubectl, tmp_p
         await asyncio.sleep(0.02)
     assert kubectl.sim.store.list("pods") == []
     assert "NotFound" in await kubectl("get", "deployment", "web", check=False)
+
+
+def test_the_kubectl_under_test_is_v1_36_from_the_virtualenv() -> None:
+    assert Path(str(KUBECTL)).parent == Path(sys.executable).parent
+    argv = [str(KUBECTL), "version", "--client"]
+    version = subprocess.run(argv, capture_output=True, text=True, check=True)
+    assert version.stdout.splitlines()[0].startswith("Client Version: v1.36.")

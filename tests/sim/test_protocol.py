@@ -322,11 +322,16 @@ async def test_lease_updates_use_optimistic_concurrency(api_client: client.ApiCl
     assert (await leases.read_namespaced_lease("pyscheduler", "kube-system")).spec.holder_identity == "b"
 
 
-async def test_events_can_be_recorded_in_both_api_groups(api_client: client.ApiClient) -> None:
+async def test_events_of_both_api_groups_are_one_resource(
+    sim: SimCluster, api_client: client.ApiClient
+) -> None:
     ev = {
         "metadata": {"name": "e1"},
         "involvedObject": {"kind": "Pod", "name": "p"},
         "reason": "FailedScheduling",
+        "message": "0/3 nodes are available",
+        "source": {"component": "kubelet", "host": "node-0000"},
+        "count": 3,
     }
     await client.CoreV1Api(api_client).create_namespaced_event("default", ev)
     new = {
@@ -334,17 +339,36 @@ async def test_events_can_be_recorded_in_both_api_groups(api_client: client.ApiC
         "eventTime": "2026-01-01T00:00:00.000000Z",
         "reason": "Scheduled",
         "action": "Binding",
+        "regarding": {"kind": "Pod", "name": "q"},
+        "note": "Successfully assigned default/q to node-0001",
         "reportingController": "pyscheduler",
         "reportingInstance": "x",
         "type": "Normal",
     }
     await client.EventsV1Api(api_client).create_namespaced_event("default", new)
-    assert [
-        e.reason for e in (await client.CoreV1Api(api_client).list_namespaced_event("default")).items
-    ] == ["FailedScheduling"]
-    assert [
-        e.reason for e in (await client.EventsV1Api(api_client).list_namespaced_event("default")).items
-    ] == ["Scheduled"]
+    core = {
+        e.metadata.name: e
+        for e in (await client.CoreV1Api(api_client).list_namespaced_event("default")).items
+    }
+    # read as JSON: a core event has `eventTime: null`, which kubernetes_asyncio's EventsV1Event refuses
+    url = f"{sim.url}/apis/events.k8s.io/v1/namespaces/default/events"
+    async with aiohttp.ClientSession() as http, http.get(url) as resp:
+        v1 = {e["metadata"]["name"]: e for e in (await resp.json())["items"]}
+    assert sorted(core) == sorted(v1) == ["e1", "e2"]
+    assert core["e1"].metadata.resource_version == v1["e1"]["metadata"]["resourceVersion"]
+    assert v1["e1"]["eventTime"] is None
+    assert (v1["e1"]["note"], v1["e1"]["regarding"]["name"], v1["e1"]["deprecatedCount"]) == (
+        ev["message"],
+        "p",
+        3,
+    )
+    assert v1["e1"]["deprecatedSource"] == {"component": "kubelet", "host": "node-0000"}
+    assert (core["e2"].message, core["e2"].involved_object.name) == (new["note"], "q")
+    assert (core["e2"].reporting_component, core["e2"].reporting_instance, core["e2"].action) == (
+        "pyscheduler",
+        "x",
+        "Binding",
+    )
 
 
 async def test_creating_in_a_missing_namespace_is_not_found(pod: PodFactory, core: client.CoreV1Api) -> None:
