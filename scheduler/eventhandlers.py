@@ -2,7 +2,8 @@
 
 Assigned pods (any scheduler's) go to the cache, so their resources count at once; unassigned
 pods of our profiles go to the queue; node and storage changes update the cache and move the
-unschedulable pods they could help (the queue asks the plugins' queueing hints).
+unschedulable pods they could help (the queue asks the plugins' queueing hints). Pods that do
+not decode at all are told why, when they are ours to schedule (``MalformedPods``).
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ import logging
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from scheduler.api import Node, Pod
+from scheduler.api import MalformedObject, Node, Pod
+from scheduler.api.objects import DEFAULT_SCHEDULER_NAME
 from scheduler.framework import ActionType, ClusterEvent
 from scheduler.framework.interface import ASSIGNED_POD, NODE
+from scheduler.schedule_one import POD_REASON_UNSCHEDULABLE, EventSink, StatusSink
 
 log = logging.getLogger(__name__)
 
@@ -158,3 +161,88 @@ class ResourceEvents:
 
     def on_delete(self, obj: Mapping[str, Any]) -> None:
         self.queue.on_cluster_event(self._event(ActionType.DELETE), obj, None)
+
+
+class MalformedPods:
+    """The Pod informer's ``malformed`` handler.
+
+    A pod of one of our profiles that is not bound yet, and does not decode, would otherwise wait
+    in silence forever: it is reported as a scheduling failure (a FailedScheduling Warning event,
+    PodScheduled=False with reason Unschedulable and what is wrong), once per problem (the
+    informer's promise), and leaves the queue (a last good version there is not what the pod asks
+    for any more); a good version brings it back as an update. Any other malformed pod is only
+    logged, by the informer. ``get`` is the pod as the status writer must see it, since the
+    informer's store has no current version of it.
+    """
+
+    def __init__(
+        self, scheduler_names: Collection[str], queue: Any, events: EventSink, status: StatusSink
+    ) -> None:
+        self.scheduler_names = frozenset(scheduler_names)
+        self.queue = queue
+        self.events = events
+        self.status = status
+        self._pods: dict[str, Pod] = {}
+
+    def get(self, key: str) -> Pod | None:
+        return self._pods.get(key)
+
+    def malformed(self, key: str, obj: Any, error: MalformedObject) -> None:
+        pod = self._ours_to_schedule(obj)
+        if pod is None:
+            self._pods.pop(key, None)
+            return
+        self._pods[key] = pod
+        self.queue.delete(pod)
+        message = f"malformed pod: {error.reason}"
+        self.events.record(pod, "Warning", "FailedScheduling", "Scheduling", message)
+        condition = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": POD_REASON_UNSCHEDULABLE,
+            "message": message,
+        }
+        if pod.generation:
+            condition["observedGeneration"] = pod.generation
+        self.status.submit(pod, condition, None)
+
+    def gone(self, key: str) -> None:
+        self._pods.pop(key, None)
+
+    def _ours_to_schedule(self, obj: Any) -> Pod | None:
+        """What can be read of a pending pod of our profiles (enough to address it and write its
+        status); None for any other pod, or one that cannot even be addressed."""
+        meta = _object(obj, "metadata")
+        spec = _object(obj, "spec")
+        status = _object(obj, "status")
+        name, uid = meta.get("name"), meta.get("uid")
+        namespace = meta.get("namespace") or "default"
+        scheduler = spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME
+        if not all(isinstance(v, str) and v for v in (name, namespace, uid, scheduler)):
+            return None
+        if scheduler not in self.scheduler_names:
+            return None
+        if (
+            spec.get("nodeName")
+            or meta.get("deletionTimestamp")
+            or status.get("phase") in ("Succeeded", "Failed")
+        ):
+            return None
+        conditions = status.get("conditions")
+        generation = meta.get("generation")
+        return Pod(
+            uid=uid,
+            namespace=namespace,
+            name=name,
+            resource_version=str(meta.get("resourceVersion") or ""),
+            generation=generation if isinstance(generation, int) and not isinstance(generation, bool) else 0,
+            scheduler_name=scheduler,
+            conditions=tuple(conditions)
+            if isinstance(conditions, list) and all(isinstance(c, dict) for c in conditions)
+            else (),
+        )
+
+
+def _object(obj: Any, name: str) -> Mapping[str, Any]:
+    value = obj.get(name) if isinstance(obj, dict) else None
+    return value if isinstance(value, dict) else {}

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from scheduler.api import Node, Pod
-from scheduler.eventhandlers import NODE_DELETE, NodeEvents, PodEvents
+from scheduler.api import MalformedObject, Node, Pod
+from scheduler.eventhandlers import NODE_DELETE, MalformedPods, NodeEvents, PodEvents
 
 
 class Recorder:
@@ -84,3 +84,50 @@ def test_a_node_declaring_a_new_feature_is_a_node_update_event():
     new = Node(name="n1", declared_features=frozenset({"RestartAllContainersOnContainerExits"}))
     NodeEvents(cache, queue).on_update(old, new)
     assert [c[0] for c in queue.calls] == ["on_cluster_event"]
+
+
+def malformed_pod(name: str, **spec) -> dict:
+    return {
+        "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}", "generation": 2},
+        "spec": {"schedulerName": "pyscheduler", "containers": "x", **spec},
+        "status": {"conditions": [{"type": "Ready", "status": "False"}]},
+    }
+
+
+def test_a_malformed_pending_pod_of_ours_is_told_why_and_leaves_the_queue():
+    queue, events, status = Recorder(), Recorder(), Recorder()
+    handler = MalformedPods(["pyscheduler"], queue, events, status)
+    error = MalformedObject("Pod", "default/p", "spec.containers: must be a list")
+    handler.malformed("default/p", malformed_pod("p"), error)
+    pod = handler.get("default/p")
+    assert (pod.uid, pod.generation, pod.conditions) == ("uid-p", 2, ({"type": "Ready", "status": "False"},))
+    assert [c[0] for c in queue.calls] == ["delete"]
+    message = "malformed pod: spec.containers: must be a list"
+    assert events.calls == [("record", pod, "Warning", "FailedScheduling", "Scheduling", message)]
+    condition = {
+        "type": "PodScheduled",
+        "status": "False",
+        "reason": "Unschedulable",
+        "message": message,
+        "observedGeneration": 2,
+    }
+    assert status.calls == [("submit", pod, condition, None)]
+    handler.gone("default/p")
+    assert handler.get("default/p") is None
+
+
+def test_other_malformed_pods_are_left_to_the_log():
+    queue, events, status = Recorder(), Recorder(), Recorder()
+    handler = MalformedPods(["pyscheduler"], queue, events, status)
+    error = MalformedObject("Pod", "?", "broken")
+    for obj in (
+        malformed_pod("theirs", schedulerName="default-scheduler"),
+        malformed_pod("bound", nodeName="node-1"),
+        {**malformed_pod("no-uid"), "metadata": {"name": "no-uid"}},
+        {**malformed_pod("odd-namespace"), "metadata": {"name": "n", "uid": "u", "namespace": ["x"]}},
+        {**malformed_pod("odd-scheduler"), "spec": {"schedulerName": ["pyscheduler"]}},
+        None,
+        "a pod",
+    ):
+        handler.malformed("k", obj, error)
+    assert (queue.calls, events.calls, status.calls, handler.get("k")) == ([], [], [], None)

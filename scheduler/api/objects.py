@@ -2,7 +2,8 @@
 
 Only what scheduling needs is kept (DESIGN.md principle 2). Structures that few plugins read
 (affinity, volumes, topology spread constraints) stay as the API's plain dicts and are parsed
-by the plugin that needs them.
+by the plugin that needs them; their types are checked here, with everything else the scheduler
+reads (scheduler.api.kinds), so a plugin never meets a string where it reads an object.
 """
 
 from __future__ import annotations
@@ -11,21 +12,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from scheduler.api import kinds
 from scheduler.api.quantity import QuantityError
 from scheduler.api.resources import Resource, pod_resources
+from scheduler.api.schema import MalformedObject
 from scheduler.api.taints import Taint, Toleration
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
-
-
-class MalformedObject(ValueError):
-    """An object the scheduler cannot use; it is reported and skipped, never fatal."""
-
-    def __init__(self, kind: str, key: str, reason: str) -> None:
-        super().__init__(f"malformed {kind} {key}: {reason}")
-        self.kind = kind
-        self.key = key
-        self.reason = reason
 
 
 @dataclass(slots=True, frozen=True)
@@ -109,17 +102,14 @@ class Pod:
 
     @classmethod
     def from_dict(cls, obj: Mapping[str, Any]) -> Pod:
-        """Decode a Pod from its API JSON; raises MalformedObject on anything unusable."""
-        meta = obj.get("metadata") or {}
-        key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+        """Decode a Pod from its API JSON; raises MalformedObject, naming the field, on anything
+        unusable (see scheduler.api.kinds for what is checked)."""
+        kinds.check("Pod", kinds.POD, obj)
+        meta = obj["metadata"]
         try:
-            spec = obj.get("spec") or {}
+            spec = obj["spec"]
             status = obj.get("status") or {}
-            if not meta.get("name") or not meta.get("uid"):
-                raise MalformedObject("Pod", key, "metadata.name and metadata.uid are required")
-            containers = spec.get("containers")
-            if not isinstance(containers, list):
-                raise MalformedObject("Pod", key, "spec.containers must be a list")
+            containers = spec["containers"]
             init_containers = spec.get("initContainers") or []
             resources = pod_resources(spec, status)
             # Only sidecars (restartable init containers) keep their ports while the pod runs.
@@ -164,7 +154,7 @@ class Pod:
                 resource_claims=tuple(spec.get("resourceClaims") or ()),
                 conditions=tuple(status.get("conditions") or ()),
                 host_network=bool(spec.get("hostNetwork")),
-                host_users=_optional_bool(spec.get("hostUsers"), "spec.hostUsers"),
+                host_users=spec.get("hostUsers"),
                 restart_rule_actions=frozenset(
                     str(rule["action"])
                     for c in (*init_containers, *containers)
@@ -172,10 +162,8 @@ class Pod:
                     if rule.get("action")
                 ),
             )
-        except MalformedObject:
-            raise
         except (QuantityError, KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise MalformedObject("Pod", key, str(exc)) from exc
+            raise MalformedObject("Pod", kinds.display_key(obj), str(exc)) from exc
 
 
 _POD_FIELDS = tuple(f.name for f in fields(Pod))
@@ -196,12 +184,12 @@ class Node:
 
     @classmethod
     def from_dict(cls, obj: Mapping[str, Any]) -> Node:
-        """Decode a Node from its API JSON; raises MalformedObject on anything unusable."""
-        meta = obj.get("metadata") or {}
-        name = meta.get("name") or ""
+        """Decode a Node from its API JSON; raises MalformedObject, naming the field, on anything
+        unusable. A node without a status is fine: nothing fits on it until its kubelet reports."""
+        kinds.check("Node", kinds.NODE, obj)
+        meta = obj["metadata"]
+        name = meta["name"]
         try:
-            if not name:
-                raise MalformedObject("Node", name, "metadata.name is required")
             spec = obj.get("spec") or {}
             status = obj.get("status") or {}
             allocatable = status.get("allocatable") or status.get("capacity") or {}
@@ -217,25 +205,7 @@ class Node:
                     ContainerImage(tuple(i.get("names") or ()), int(i.get("sizeBytes") or 0))
                     for i in status.get("images") or ()
                 ),
-                declared_features=_string_set(status.get("declaredFeatures"), "status.declaredFeatures"),
+                declared_features=frozenset(status.get("declaredFeatures") or ()),
             )
-        except MalformedObject:
-            raise
         except (QuantityError, KeyError, TypeError, ValueError, AttributeError) as exc:
             raise MalformedObject("Node", name, str(exc)) from exc
-
-
-def _optional_bool(value: Any, field_path: str) -> bool | None:
-    if value is None or isinstance(value, bool):
-        return value
-    raise ValueError(f"{field_path} must be a boolean, got {value!r}")
-
-
-def _string_set(value: Any, field_path: str) -> frozenset[str]:
-    """A JSON list of strings as a set; anything else is malformed rather than silently misread
-    (a bare string would otherwise become a set of its characters)."""
-    if value is None:
-        return frozenset()
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise ValueError(f"{field_path} must be a list of strings")
-    return frozenset(value)
