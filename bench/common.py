@@ -85,8 +85,20 @@ def make_pod(
     )
 
 
-class _NoEvents:
+class NoEvents:
+    """Events go nowhere: the figures are the decisions' own."""
+
     def record(self, *args: Any) -> None:
+        pass
+
+
+class NoStatus:
+    """Pod status writes go nowhere."""
+
+    def submit(self, *args: Any) -> None:
+        pass
+
+    async def write_now(self, *args: Any) -> None:
         pass
 
 
@@ -126,15 +138,12 @@ class Harness:
         self.queue = SchedulingQueue(sort_key=fwk.sort_key, policy=ProfilesPolicy({"pyscheduler": fwk}))
         self._pods: dict[str, Pod] = {}
 
-        async def patch(*args: Any) -> None:
-            return None
-
         self.scheduler = Scheduler(
             cache=self.cache,
             queue=self.queue,
             frameworks={"pyscheduler": fwk},
-            events=_NoEvents(),
-            patch_status=patch,
+            events=NoEvents(),
+            status=NoStatus(),
             current_pod=lambda pod: self._pods.get(pod.uid),
         )
 

@@ -35,6 +35,7 @@ import yaml
 from scheduler import logs
 from scheduler.app import SchedulerApp
 from scheduler.config import parse_config
+from scheduler.serving.options import ServingOptions
 from scheduler.sim import SimCluster
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "parity" / "corpus.json"
@@ -164,7 +165,7 @@ class Replay:
             for pod in self.scenario["background"]:
                 await sim.create("pods", pod, namespace=NAMESPACE)
             config = scheduler_config(self.corpus, sim.write_kubeconfig(workdir / "kubeconfig"))
-            self.app = SchedulerApp(config, bind_address="127.0.0.1", port=0)
+            self.app = SchedulerApp(config, serving=ServingOptions(bind_address="127.0.0.1", port=0))
             task = asyncio.create_task(self.app.run())
             try:
                 await eventually(self._synced, "informers synced")

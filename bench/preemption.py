@@ -20,7 +20,7 @@ import statistics
 import time
 from typing import Any
 
-from bench.common import InMemoryBinder, make_node, make_pod
+from bench.common import InMemoryBinder, NoEvents, NoStatus, make_node, make_pod
 from scheduler.api import Pod
 from scheduler.app import available_plugins
 from scheduler.cache import Cache
@@ -61,11 +61,6 @@ class _Empty:
 
     def list(self) -> list[Any]:
         return []
-
-
-class _NoEvents:
-    def record(self, *args: Any) -> None:
-        pass
 
 
 def _ms(values: list[float], q: float) -> float:
@@ -109,15 +104,12 @@ async def run(num_nodes: int, num_pods: int, per_node: int, protected: float = 0
     queue_ref["q"] = api.queue = queue
     pending: dict[str, Pod] = {}
 
-    async def patch(*args: Any) -> None:
-        return None
-
     scheduler = Scheduler(
         cache=cache,
         queue=queue,
         frameworks={"pyscheduler": fwk},
-        events=_NoEvents(),
-        patch_status=patch,
+        events=NoEvents(),
+        status=NoStatus(),
         current_pod=lambda pod: pending.get(pod.uid),
     )
     preemption = fwk.plugins["DefaultPreemption"]

@@ -19,12 +19,14 @@ from typing import Any
 
 from scheduler import __version__, logs
 from scheduler.api import Node, Pod
+from scheduler.api.kinds import decoder_for
 from scheduler.cache import Cache
 from scheduler.client.config import ClientConfigError, load_client_config
 from scheduler.client.events import EventRecorder
 from scheduler.client.informer import Informer, InformerGroup
-from scheduler.client.pods import patch_pod_condition
+from scheduler.client.outage import OutageLog
 from scheduler.client.rest import KubeClient
+from scheduler.client.statuswriter import PodStatusWriter
 from scheduler.config import (
     DEFAULT_PLUGINS,
     ConfigError,
@@ -33,7 +35,7 @@ from scheduler.config import (
     default_config,
     load_config,
 )
-from scheduler.eventhandlers import NodeEvents, PodEvents, ResourceEvents
+from scheduler.eventhandlers import MalformedPods, NodeEvents, PodEvents, ResourceEvents
 from scheduler.framework import PluginFactory
 from scheduler.framework.interface import (
     CSI_DRIVER,
@@ -51,11 +53,16 @@ from scheduler.queue import ProfilesPolicy, SchedulingQueue
 from scheduler.runtime import Framework, FrameworkError
 from scheduler.runtime.handle import FrameworkHandle
 from scheduler.schedule_one import Scheduler
-from scheduler.server import StatusServer
+from scheduler.serving import DelegatedAuth, ServingCertificate, StatusServer, TLSConfigError
+from scheduler.serving import options as serving_options
+from scheduler.serving.options import ServingOptions
 
 log = logging.getLogger("scheduler")
 
 SHUTDOWN_GRACE_SECONDS = 10.0
+# kube-scheduler's own profile name and Lease (namespace, name): a secondary scheduler keeps off them
+KUBE_SCHEDULER_NAME = "default-scheduler"
+KUBE_SCHEDULER_LEASE = ("kube-system", "kube-scheduler")
 # Upstream's informer excludes finished pods: they hold no resources.
 ACTIVE_PODS_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 # Kinds only plugins read, by plural resource name: (API path, cluster event resource or "").
@@ -88,11 +95,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="true|false",
         help="hold a Lease so only one replica schedules (overrides the config file)",
     )
-    parser.add_argument("--bind-address", default="0.0.0.0", help="address of /healthz, /readyz, /metrics")
     parser.add_argument(
-        "--port", type=int, default=10251, help="port of /healthz, /readyz, /metrics (0: any)"
+        "--allow-default-scheduler-name",
+        action="store_true",
+        help="let a profile be named default-scheduler, or use the Lease kube-system/kube-scheduler "
+        "(only where no kube-scheduler runs)",
     )
     parser.add_argument("-v", "--v", dest="verbosity", type=int, default=2, help="log verbosity (0-10)")
+    parser.add_argument(
+        "--logging-format",
+        choices=logs.FORMATS,
+        default="text",
+        help="text (default) or json, one object per line",
+    )
+    serving_options.add_arguments(parser)
 
 
 def _parse_bool(text: str) -> bool:
@@ -105,7 +121,7 @@ def _parse_bool(text: str) -> bool:
 
 
 def main(args: argparse.Namespace) -> int:
-    logs.configure(args.verbosity)
+    logs.configure(args.verbosity, args.logging_format)
     try:
         config = load_config(args.config) if args.config else default_config()
     except ConfigError as exc:
@@ -113,16 +129,48 @@ def main(args: argparse.Namespace) -> int:
         return 2
     if args.leader_elect is not None:
         config.leader_election.leader_elect = args.leader_elect
+    refusal = refuse_default_scheduler(config) if not args.allow_default_scheduler_name else None
+    if refusal:
+        print(f"pyscheduler: {refusal}", file=sys.stderr)
+        return 2
     try:
         registry = in_tree_registry()
         check_profiles(config, registry)
     except FrameworkError as exc:
         print(f"pyscheduler: invalid configuration {args.config}: {exc}", file=sys.stderr)
         return 2
-    app = SchedulerApp(
-        config, kubeconfig=args.kubeconfig, bind_address=args.bind_address, port=args.port, registry=registry
-    )
+    serving = serving_options.from_args(args)
+    try:
+        serving.tls.validate()
+    except TLSConfigError as exc:
+        print(f"pyscheduler: {exc}", file=sys.stderr)
+        return 2
+    app = SchedulerApp(config, kubeconfig=args.kubeconfig, serving=serving, registry=registry)
     return asyncio.run(app.run())
+
+
+def refuse_default_scheduler(config: SchedulerConfiguration) -> str | None:
+    """Why this configuration would make pyscheduler act as the cluster's default scheduler, if it would.
+
+    A profile named default-scheduler takes every pod that names no scheduler, next to the
+    kube-scheduler that also takes them; the Lease kube-system/kube-scheduler is kube-scheduler's
+    own, so holding it would stop kube-scheduler.
+    """
+    for i, profile in enumerate(config.profiles):
+        if profile.scheduler_name == KUBE_SCHEDULER_NAME:
+            return (
+                f'refusing profiles[{i}].schedulerName "{KUBE_SCHEDULER_NAME}": pods that name no '
+                "scheduler would be scheduled by both pyscheduler and kube-scheduler; pass "
+                "--allow-default-scheduler-name if this cluster runs no kube-scheduler"
+            )
+    lease = config.leader_election
+    if lease.leader_elect and (lease.resource_namespace, lease.resource_name) == KUBE_SCHEDULER_LEASE:
+        return (
+            "refusing leaderElection.resourceName/resourceNamespace kube-system/kube-scheduler: it is "
+            "kube-scheduler's own Lease, holding it would stop kube-scheduler; pass "
+            "--allow-default-scheduler-name if this cluster runs no kube-scheduler"
+        )
+    return None
 
 
 def available_plugins(config: SchedulerConfiguration, registry: Mapping[str, PluginFactory]) -> list[str]:
@@ -160,21 +208,22 @@ class SchedulerApp:
         config: SchedulerConfiguration,
         *,
         kubeconfig: str | None = None,
-        bind_address: str = "0.0.0.0",
-        port: int = 10251,
+        serving: ServingOptions | None = None,
         registry: Mapping[str, PluginFactory] | None = None,
         identity: str | None = None,
     ) -> None:
         self.config = config
         self.kubeconfig = kubeconfig or config.client_connection.kubeconfig or None
-        self.bind_address = bind_address
-        self.port = port
+        self.serving = serving or ServingOptions()
         self.registry = dict(registry or in_tree_registry())
         self.identity = identity or default_identity()
         self.metrics = SchedulerMetrics()
+        self.outage = OutageLog()
         self.shutting_down = asyncio.Event()
         self.exit_code = 0
         self._tasks: list[asyncio.Task[Any]] = []
+        self._spawn_later: list[tuple[Any, str]] = []  # background work that _build set up
+        self._extra_clients: dict[str, KubeClient] = {}
         self.server: StatusServer | None = None
         self.scheduler: Scheduler | None = None
         self.elector: LeaderElector | None = None
@@ -190,7 +239,10 @@ class SchedulerApp:
         self.client = KubeClient(client_config, qps=conn.qps, burst=conn.burst)
         names = [p.scheduler_name for p in self.config.profiles]
         # One recorder per profile: events name the profile as their reporting controller.
-        self.recorders = {name: EventRecorder(self.client, name, self.identity) for name in names}
+        self.recorders = {
+            name: EventRecorder(self.client, name, self.identity, outage=self.outage) for name in names
+        }
+        self.status_writer = PodStatusWriter(self.client, self._status_of, outage=self.outage)
         self.recorder = _ProfileEvents(self.recorders)
         self.cache = Cache(metrics=self.metrics)
         self.frameworks: dict[str, Framework] = {}
@@ -221,6 +273,7 @@ class SchedulerApp:
             metrics=self.metrics,
         )
         pod_events = PodEvents(self.cache, self.queue, names, self._reject_waiting)
+        self.malformed_pods = MalformedPods(names, self.queue, self.recorder, self.status_writer)
         self.pod_informer = Informer(
             self.client,
             "/api/v1/pods",
@@ -228,6 +281,8 @@ class SchedulerApp:
             handler=pod_events,
             params={"fieldSelector": ACTIVE_PODS_SELECTOR},
             name="pods",
+            outage=self.outage,
+            malformed=self.malformed_pods,
         )
         informers = [
             self.pod_informer,
@@ -237,11 +292,15 @@ class SchedulerApp:
                 decode=Node.from_dict,
                 handler=NodeEvents(self.cache, self.queue),
                 name="nodes",
+                outage=self.outage,
             ),
         ]
         for plural, (path, resource) in PLUGIN_RESOURCES.items():
             handler = ResourceEvents(self.queue, resource) if resource else _Ignore()
-            informers.append(Informer(self.client, path, decode=dict, handler=handler, name=plural))
+            decode = decoder_for(plural)
+            informers.append(
+                Informer(self.client, path, decode=decode, handler=handler, name=plural, outage=self.outage)
+            )
         listers.update({informer.name: informer.store for informer in informers})
         self.informers = InformerGroup(informers)
         self.scheduler = Scheduler(
@@ -249,7 +308,7 @@ class SchedulerApp:
             queue=self.queue,
             frameworks=self.frameworks,
             events=self.recorder,
-            patch_status=self._patch_status,
+            status=self.status_writer,
             current_pod=self._current_pod,
             metrics=self.metrics,
         )
@@ -269,9 +328,12 @@ class SchedulerApp:
         health = [("ping", lambda: None)]
         if self.elector is not None:
             health.append(("leaderElection", self.elector.check_health))
+        tls, auth = await self._secure_serving()
         self.server = StatusServer(
-            self.bind_address,
-            self.port,
+            self.serving.bind_address,
+            self.serving.port,
+            tls=tls,
+            auth=auth,
             metrics=self.metrics,
             configz=self.config.to_dict,
             health_checks=health,
@@ -280,6 +342,26 @@ class SchedulerApp:
                 ("shutdown", self._shutdown_check),
             ],
         )
+
+    async def _secure_serving(self) -> tuple[ServingCertificate | None, DelegatedAuth | None]:
+        """HTTPS and delegated authentication/authorization, unless --plain-http."""
+        if self.serving.plain_http:
+            return None, None
+        tls = ServingCertificate(self.serving.tls)
+        self._spawn_later.append((tls.watch(), "serving certificate reloader"))
+        authn = await self._client_for(self.serving.authentication_kubeconfig)
+        authz = await self._client_for(self.serving.authorization_kubeconfig)
+        return tls, DelegatedAuth(authn, authz, self.serving.auth)
+
+    async def _client_for(self, kubeconfig: str) -> KubeClient:
+        """The scheduler's own connection, or one to the cluster of ``kubeconfig``."""
+        if not kubeconfig or kubeconfig == self.kubeconfig:
+            return self.client
+        if kubeconfig not in self._extra_clients:
+            # reviews are answered per request: a high limit, as upstream's delegating clients use
+            config = await load_client_config(kubeconfig)
+            self._extra_clients[kubeconfig] = KubeClient(config, qps=200, burst=400)
+        return self._extra_clients[kubeconfig]
 
     def _reject_waiting(self, uid: str) -> None:
         for fwk in self.frameworks.values():
@@ -290,8 +372,9 @@ class SchedulerApp:
     def _current_pod(self, pod: Pod) -> Pod | None:
         return self.pod_informer.store.get(pod.key)
 
-    async def _patch_status(self, pod: Pod, condition: dict[str, Any] | None, nominated: str | None) -> None:
-        await patch_pod_condition(self.client, pod, condition, nominated_node_name=nominated)
+    def _status_of(self, pod: Pod) -> Pod | None:
+        """The pod a status write is computed against: a malformed pod is in no store."""
+        return self.malformed_pods.get(pod.key) or self._current_pod(pod)
 
     def _handler_sync_check(self) -> str | None:
         pending = [name for name, done in self.informers.synced().items() if not done]
@@ -338,7 +421,11 @@ class SchedulerApp:
         self._spawn(self.queue.run(), "queue flusher")
         for name, recorder in self.recorders.items():
             self._spawn(recorder.run(), f"event recorder {name}")
+        self._spawn(self.status_writer.run(), "pod status writer")
         self._spawn(self._expire_assumed_pods(), "assumed pod expiry")
+        for coro, name in self._spawn_later:
+            self._spawn(coro, name)
+        self._spawn_later.clear()
 
     def _spawn(self, coro: Any, name: str) -> None:
         self._tasks.append(asyncio.create_task(coro, name=name))
@@ -384,6 +471,8 @@ class SchedulerApp:
             await work
         if self.elector is None:
             await self._drain_bindings()
+        with contextlib.suppress(Exception):
+            await self.status_writer.flush(timeout=2.0)
         for recorder in self.recorders.values():
             with contextlib.suppress(Exception):
                 await recorder.flush(timeout=2.0)
@@ -398,6 +487,8 @@ class SchedulerApp:
         self.queue.close()
         if self.server is not None:
             await self.server.stop()
+        for client in self._extra_clients.values():
+            await client.close()
         await self.client.close()
 
     async def _expire_assumed_pods(self) -> None:

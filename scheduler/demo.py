@@ -102,6 +102,7 @@ def main(args: argparse.Namespace) -> int:
 
 async def run_demo(replicas: int, timeout: float) -> int:
     from scheduler.app import SchedulerApp
+    from scheduler.serving.options import ServingOptions
     from scheduler.sim import SimCluster
 
     async with SimCluster(node_template=NODE_TEMPLATE, kubelet=True) as sim:
@@ -110,7 +111,11 @@ async def run_demo(replicas: int, timeout: float) -> int:
             print(f"local API endpoint {sim.url} with {len(sim.store.list('nodes'))} simulated nodes")
             config = default_config()
             config.leader_election.leader_elect = False
-            app = SchedulerApp(config, kubeconfig=str(kubeconfig), bind_address="127.0.0.1", port=0)
+            app = SchedulerApp(
+                config,
+                kubeconfig=str(kubeconfig),
+                serving=ServingOptions(bind_address="127.0.0.1", port=0, plain_http=True),
+            )
             runner = asyncio.create_task(app.run())
             try:
                 await sim.create("deployments", deployment("web", replicas, SCHEDULER_NAME, "500m", "512Mi"))

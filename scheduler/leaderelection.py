@@ -8,6 +8,9 @@ each other. The rules follow client-go's ``leaderelection`` package:
   monotonic clock) and treats the lease as expired ``leaseDurationSeconds`` after that.
 * Every write carries the lease's ``resourceVersion`` (optimistic concurrency): a 409 means another
   candidate got there first, and the write is lost.
+* Each request is abandoned after ``request_timeout`` (a third of ``renew_deadline``, at least
+  ``retry_period``) and tried again at the next ``retry_period`` tick, so one request hanging on a
+  dead connection cannot use up the whole renew deadline.
 * A leader that cannot renew within ``renew_deadline`` of its last successful renewal stops leading
   at once, which is before any follower can consider the lease expired (``lease_duration`` >
   ``renew_deadline``), so two leaders never overlap as long as clocks advance at similar rates.
@@ -133,6 +136,7 @@ class LeaderElector:
         "_renew_deadline",
         "_renewed_at",
         "_reported_leader",
+        "_request_timeout",
         "_retry_period",
         "_rng",
         "_sleep",
@@ -160,6 +164,7 @@ class LeaderElector:
         release_on_cancel: bool = True,
         healthz_tolerance: float = DEFAULT_HEALTHZ_TOLERANCE,
         rng: random.Random | None = None,
+        request_timeout: float | None = None,
     ) -> None:
         if not identity:
             raise ValueError("leader election needs a non-empty identity")
@@ -180,6 +185,9 @@ class LeaderElector:
         self._duration_seconds = max(1, math.ceil(lease_duration))
         self._renew_deadline = renew_deadline
         self._retry_period = retry_period
+        self._request_timeout = (
+            request_timeout if request_timeout is not None else max(retry_period, renew_deadline / 3)
+        )
         self._clock = clock
         self._sleep = sleep
         self._wall_clock = wall_clock
@@ -263,7 +271,7 @@ class LeaderElector:
         """Retry (jittered) until this candidate holds the lease."""
         log.info("attempting to acquire leader lease %s as %s", self.describe(), self.identity)
         while True:
-            if await self._attempt(self._clock() + self._renew_deadline):
+            if await self._attempt(self._clock() + self._request_timeout):
                 self._leading = True
                 self.lost.clear()
                 self._set_gauge(True)
@@ -278,16 +286,20 @@ class LeaderElector:
         while True:
             await self._sleep(self._retry_period)
             deadline = self._renewed_at + self._renew_deadline
-            while not await self._attempt(deadline):
+            while True:
+                started = self._clock()
+                if await self._attempt(min(deadline, started + self._request_timeout)):
+                    break
                 holder = self.leader
                 if holder and holder != self.identity:
                     self._lose(f"lease {self.describe()} is now held by {holder}")
                     return
-                remaining = deadline - self._clock()
-                if remaining <= 0:
+                now = self._clock()
+                if now >= deadline:
                     self._lose(f"failed to renew lease {self.describe()} within {self._renew_deadline}s")
                     return
-                await self._sleep(min(self._retry_period, remaining))
+                # the next try at the next retry tick, or at once if this one used the whole period
+                await self._sleep(min(max(started + self._retry_period - now, 0.0), deadline - now))
 
     async def release(self, timeout: float | None = None) -> bool:
         """Give the lease up (empty holder, 1s duration) if we are its last observed holder.

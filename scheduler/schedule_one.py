@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -48,8 +48,13 @@ class EventSink(Protocol):
     def record(self, obj: Any, event_type: str, reason: str, action: str, note: str) -> None: ...
 
 
-# patch_status(pod, condition, nominated_node_name) -> awaitable; writes pods/<name>/status
-StatusPatcher = Callable[[Pod, dict[str, Any] | None, str | None], Awaitable[None]]
+class StatusSink(Protocol):
+    """Writes pods/<name>/status (see scheduler.client.statuswriter): ``submit`` in the background
+    until it lands, ``write_now`` once, awaited. ``nominated``: None leaves it, "" clears it."""
+
+    def submit(self, pod: Pod, condition: dict[str, Any] | None, nominated: str | None) -> None: ...
+
+    async def write_now(self, pod: Pod, condition: dict[str, Any] | None, nominated: str | None) -> None: ...
 
 
 @dataclass(slots=True)
@@ -80,7 +85,7 @@ class Scheduler:
         queue: Any,
         frameworks: Mapping[str, Framework],
         events: EventSink,
-        patch_status: StatusPatcher,
+        status: StatusSink,
         current_pod: Callable[[Pod], Pod | None],
         metrics: Any = None,
         max_inflight_bindings: int = 256,
@@ -89,12 +94,11 @@ class Scheduler:
         self.queue = queue
         self.frameworks = frameworks
         self.events = events
-        self.patch_status = patch_status
+        self.status = status
         self.current_pod = current_pod
         self.metrics = metrics
         self._binding_slots = asyncio.Semaphore(max_inflight_bindings)
         self._bindings: set[asyncio.Task[None]] = set()
-        self._side_tasks: set[asyncio.Task[None]] = set()
 
     # ------------------------------------------------------------------ loop
 
@@ -126,7 +130,7 @@ class Scheduler:
 
     async def wait_for_bindings(self, timeout: float) -> bool:
         """Wait for in-flight binding tasks (graceful shutdown); False if some are still running."""
-        pending = set(self._bindings) | set(self._side_tasks)
+        pending = set(self._bindings)
         if not pending:
             return True
         _, still = await asyncio.wait(pending, timeout=timeout)
@@ -409,22 +413,14 @@ class Scheduler:
         nominated_node = nominated.nominated_node_name if nominated is not None else None
         if _condition_unchanged(current, condition) and nominated_node in (None, current.nominated_node_name):
             return
-        task = asyncio.create_task(self._patch(current, condition, nominated_node))
-        self._side_tasks.add(task)
-        task.add_done_callback(self._side_tasks.discard)
+        self.status.submit(current, condition, nominated_node)
 
     async def _patch_nomination(self, pod: Pod, node: str) -> None:
         """Best effort: a failure only means other components learn of the placement later."""
         try:
-            await self.patch_status(pod, None, node)
+            await self.status.write_now(pod, None, node)
         except Exception as exc:
             log.error("could not set the nominated node of pod %s to %s: %s", pod.key, node, exc)
-
-    async def _patch(self, pod: Pod, condition: dict[str, Any], nominated: str | None) -> None:
-        try:
-            await self.patch_status(pod, condition, nominated)
-        except Exception as exc:  # the pod may be gone; the next attempt will report again
-            log.warning("could not update the status of pod %s: %s", pod.key, exc)
 
     # ------------------------------------------------------------------ metrics
 

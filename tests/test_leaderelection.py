@@ -526,3 +526,43 @@ async def test_two_replicas_elect_hand_over_and_step_down_against_the_sim_cluste
             await stop(*replicas)
             for client in clients:
                 await client.close()
+
+
+class HangOnce(FakeClient):
+    """The first renewal (PUT) after ``armed`` hangs forever, as on a connection cut silently."""
+
+    armed = False
+
+    async def request(self, method: str, path: str, body: Any = None, **kw: Any) -> ApiResponse:
+        if self.armed and method == "PUT":
+            self.armed = False
+            self.calls.append(method)
+            await asyncio.Event().wait()
+        return await super().request(method, path, body, **kw)
+
+
+async def test_a_renewal_that_hangs_is_abandoned_and_retried_so_the_lease_is_kept(clock, store):
+    # leaseDuration 6s, renewDeadline 4s, retryPeriod 1s: a request may take at most 4/3 s
+    client = HangOnce(store)
+    elector = LeaderElector(
+        client,
+        namespace=NS,
+        name=NAME,
+        identity="a",
+        lease_duration=6,
+        renew_deadline=4,
+        retry_period=1,
+        clock=clock,
+        sleep=clock.sleep,
+        wall_clock=clock.wall,
+    )
+    replica = Replica(client, elector)
+    replica.start()
+    await clock.advance(0.5)
+    assert elector.is_leader
+    client.armed = True
+    for _ in range(80):
+        await clock.advance(0.1)
+    assert elector.is_leader and not elector.lost.is_set()
+    assert client.calls.count("PUT") >= 6  # the hung one, then a renewal every second
+    await stop(replica)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+from bench.common import NoStatus
 from scheduler.api import Node, Pod
 from scheduler.app import available_plugins
 from scheduler.cache import Cache
@@ -63,15 +64,12 @@ async def test_failed_attempts_never_use_up_the_binding_slots():
     pods = {f"big-{i}": make_pod(f"big-{i}", "8") for i in range(5)}
     events = Events()
 
-    async def no_patch(*args):
-        return None
-
     scheduler = Scheduler(
         cache=cache,
         queue=queue,
         frameworks={"pyscheduler": fwk},
         events=events,
-        patch_status=no_patch,
+        status=NoStatus(),
         current_pod=lambda pod: pods.get(pod.name),
         max_inflight_bindings=2,  # fewer slots than failing pods
     )
@@ -108,7 +106,10 @@ class Recorder:
     def record(self, obj, event_type, reason, action, note):
         self.events.append((obj.name, reason, note))
 
-    async def patch_status(self, pod, condition, nominated):
+    def submit(self, pod, condition, nominated):
+        self.patches.append((pod.name, condition, nominated))
+
+    async def write_now(self, pod, condition, nominated):
         self.patches.append((pod.name, condition, nominated))
 
 
@@ -138,7 +139,7 @@ def one_node_scheduler(pods: dict[str, Pod], registry_overrides=None, disable=()
         queue=queue,
         frameworks={"pyscheduler": fwk},
         events=recorder,
-        patch_status=recorder.patch_status,
+        status=recorder,
         current_pod=lambda pod: pods.get(pod.name),
     )
     return scheduler, queue, recorder

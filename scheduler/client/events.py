@@ -1,11 +1,15 @@
-"""Kubernetes Events (events.k8s.io/v1), written in the background.
+"""Kubernetes Events (events.k8s.io/v1), written in the background until they land.
 
-Like client-go's events broadcaster: ``record`` never blocks the scheduling loop (a bounded
-queue; when it is full the event is dropped and counted), and a repeated event about the same
-object is not written again as a new object but folded into the first one's ``series`` (count,
-lastObservedTime) with a PATCH, so a pod that fails scheduling a hundred times produces one
-Event "(x100)" instead of a hundred. Unlike client-go, the note is part of what makes two events
-"the same": a FailedScheduling whose message changed is worth its own Event.
+Like client-go's events broadcaster: ``record`` never blocks the scheduling loop, and a repeated
+event about the same object is not written again as a new object but folded into the first one's
+``series`` (count, lastObservedTime) with a PATCH, so a pod that fails scheduling a hundred times
+produces one Event "(x100)" instead of a hundred. Unlike client-go, the note is part of what makes
+two events "the same": a FailedScheduling whose message changed is worth its own Event.
+
+Unlike client-go, nothing is dropped while the API server is unreachable: each object has at
+most one event waiting to be written (a newer event about it takes the older one's place, so
+memory stays bounded by the number of objects), and a write that fails is retried with backoff
+until it lands or the server refuses it for good (4xx other than 429).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from scheduler.api import Node, Pod
+from scheduler.client.outage import OutageLog
 from scheduler.client.rest import ApiError, TransportError
 from scheduler.framework.interface import ApiClient
 
@@ -26,7 +31,6 @@ log = logging.getLogger(__name__)
 
 NORMAL = "Normal"
 WARNING = "Warning"
-QUEUE_SIZE = 1000  # client-go's maxQueuedEvents
 SERIES_WINDOW = timedelta(minutes=6)  # client-go's finishTime
 NOTE_LIMIT = 1024  # the API server rejects longer notes
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
@@ -77,17 +81,6 @@ class _Series:
         return {"count": self.count, "lastObservedTime": micro_time(self.last_observed)}
 
 
-@dataclass(slots=True)
-class _Pending:
-    key: tuple[str, ...]
-    ref: dict[str, str]
-    event_type: str
-    reason: str
-    action: str
-    note: str
-    observed: datetime
-
-
 def truncate_note(note: str) -> str:
     """Cut a note to the API's limit, which counts bytes (UTF-8), on a character boundary."""
     encoded = note.encode()
@@ -100,67 +93,82 @@ def truncate_note(note: str) -> str:
 class EventRecorder:
     """Writes Events as ``scheduler_name`` (reportingController) / ``identity`` (instance).
 
-    Start ``run()`` as a task; ``close()`` flushes what is queued and stops it.
+    Start ``run()`` as a task; ``close()`` flushes what is waiting and stops it.
     """
 
     client: ApiClient
     scheduler_name: str
     identity: str
-    queue_size: int = QUEUE_SIZE
     window: timedelta = SERIES_WINDOW
-    retries: int = 3
-    retry_delay: float = 1.0
+    retry_delay: float = 0.5  # the first retry of a failed write; doubles up to retry_cap
+    retry_cap: float = 10.0
     now: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
-    dropped: int = field(default=0, init=False)
-    _queue: asyncio.Queue[_Pending] = field(init=False)
+    outage: OutageLog = field(default_factory=OutageLog)
+    _pending: dict[tuple[str, ...], _Series] = field(default_factory=dict, init=False)
+    _wakeup: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+    _idle: asyncio.Event = field(default_factory=asyncio.Event, init=False)
     _cache: dict[tuple[str, ...], _Series] = field(default_factory=dict, init=False)
     _last_name_ns: int = field(default=0, init=False)
     _last_purge: datetime | None = field(default=None, init=False)
     _task: asyncio.Task[None] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
-        self._queue = asyncio.Queue(self.queue_size)
+        self._idle.set()
+
+    @property
+    def waiting(self) -> int:
+        """Events not written yet (at most one per object)."""
+        return len(self._pending)
 
     def record(
         self, obj: Pod | Node | Mapping[str, Any], event_type: str, reason: str, action: str, note: str
     ) -> None:
-        """Queue an event; never blocks, drops (and counts) when the queue is full."""
+        """Note an event for writing; never blocks. An unwritten older event about the same object
+        gives way to this one."""
         ref = object_reference(obj)
         note = truncate_note(note)
-        key = (event_type, reason, action, note, ref["kind"], ref.get("namespace", ""), ref["name"])
-        key += (ref.get("uid", ""),)
+        obj_key = (ref["kind"], ref.get("namespace", ""), ref["name"], ref.get("uid", ""))
+        key = (event_type, reason, action, note, *obj_key)
         log.debug("event %s %s %s/%s: %s", event_type, reason, ref.get("namespace", ""), ref["name"], note)
-        try:
-            self._queue.put_nowait(_Pending(key, ref, event_type, reason, action, note, self.now()))
-        except asyncio.QueueFull:
-            self.dropped += 1
-            if self.dropped == 1 or self.dropped % 100 == 0:
-                log.warning("event queue full, dropped %d event(s) so far (latest: %s)", self.dropped, reason)
+        series = self._absorb(key, ref, event_type, reason, action, note, self.now())
+        self._pending.pop(obj_key, None)  # re-insert at the end: the oldest waits least long
+        self._pending[obj_key] = series
+        self._idle.clear()
+        self._wakeup.set()
 
     async def run(self) -> None:
-        """Write queued events until cancelled; events queued together are coalesced."""
+        """Write waiting events until cancelled, oldest first; failed writes are retried."""
         self._task = asyncio.current_task()
+        delay = 0.0
         while True:
-            batch = [await self._queue.get()]
-            while not self._queue.empty():
-                batch.append(self._queue.get_nowait())
+            if not self._pending:
+                self._idle.set()
+                self._wakeup.clear()
+                await self._wakeup.wait()
+                continue
+            obj_key, series = next(iter(self._pending.items()))
             try:
-                touched: dict[tuple[str, ...], _Series] = {}
-                for pending in batch:
-                    touched[pending.key] = self._absorb(pending)
-                for series in touched.values():
-                    try:
-                        await self._write(series)
-                    except Exception:  # one bad write must not stop every later event
-                        log.exception("could not write event %s", series.body.get("reason"))
-            finally:
-                for _ in batch:
-                    self._queue.task_done()
+                landed = await self._write(series)
+            except Exception:  # a bug in one write must not stop every later event
+                log.exception("could not write event %s", series.body.get("reason"))
+                series.written_count = series.count
+                landed = True
+            if landed and self._pending.get(obj_key) is series and series.written_count == series.count:
+                del self._pending[obj_key]  # else it was observed again meanwhile: write that too
+            if landed:
+                delay = 0.0
+                self.outage.recovered("event writer")
+                continue
+            # the API is failing: wait, then try the oldest waiting event again
+            delay = min(max(delay * 2, self.retry_delay), self.retry_cap)
+            if self._pending.get(obj_key) is series:  # it keeps its turn unless a newer one came
+                self._pending[obj_key] = self._pending.pop(obj_key)
+            await asyncio.sleep(delay * (0.75 + random.random() / 2))
 
     async def flush(self, timeout: float) -> bool:
-        """Wait until everything queued so far has been written (or given up on)."""
+        """Wait until every event recorded so far has been written (or refused for good)."""
         try:
-            await asyncio.wait_for(self._queue.join(), timeout)
+            await asyncio.wait_for(self._idle.wait(), timeout)
             return True
         except TimeoutError:
             return False
@@ -174,30 +182,41 @@ class EventRecorder:
 
     # ---------------------------------------------------------------------------- internals
 
-    def _absorb(self, pending: _Pending) -> _Series:
-        self._purge(pending.observed)
-        series = self._cache.get(pending.key)
-        if series is not None and pending.observed - series.last_observed <= self.window:
+    def _absorb(
+        self,
+        key: tuple[str, ...],
+        ref: dict[str, str],
+        event_type: str,
+        reason: str,
+        action: str,
+        note: str,
+        observed: datetime,
+    ) -> _Series:
+        """The series this observation belongs to: an earlier identical one, or a new one."""
+        self._purge(observed)
+        series = self._cache.get(key)
+        if series is not None and observed - series.last_observed <= self.window:
             series.count += 1
-            series.last_observed = max(series.last_observed, pending.observed)
+            series.last_observed = max(series.last_observed, observed)
             return series
-        namespace = pending.ref.get("namespace") or "default"
         body = {
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
-            "metadata": {"name": self._event_name(pending.ref["name"], pending.observed)},
-            "eventTime": micro_time(pending.observed),
+            "metadata": {
+                "name": self._event_name(ref["name"], observed),
+                "namespace": ref.get("namespace") or "default",
+            },
+            "eventTime": micro_time(observed),
             "reportingController": self.scheduler_name,
             "reportingInstance": self.identity,
-            "action": pending.action,
-            "reason": pending.reason,
-            "note": pending.note,
-            "type": pending.event_type,
-            "regarding": pending.ref,
+            "action": action,
+            "reason": reason,
+            "note": note,
+            "type": event_type,
+            "regarding": ref,
         }
-        body["metadata"]["namespace"] = namespace
-        series = _Series(body, 1, pending.observed)
-        self._cache[pending.key] = series
+        series = _Series(body, 1, observed)
+        self._cache[key] = series
         return series
 
     def _event_name(self, regarding_name: str, t: datetime) -> str:
@@ -214,37 +233,38 @@ class EventRecorder:
         for key in stale:
             del self._cache[key]
 
-    async def _write(self, series: _Series) -> None:
+    async def _write(self, series: _Series) -> bool:
+        """One attempt to bring the server's Event up to date; False when it should be retried."""
         if series.created and series.written_count == series.count:
-            return
+            return True
+        count = series.count
         base = f"/apis/events.k8s.io/v1/namespaces/{series.namespace}/events"
-        for attempt in range(self.retries + 1):
-            try:
-                if series.created:
-                    patch = {"series": series.series()}
-                    path = f"{base}/{series.name}"
-                    resp = await self.client.request("PATCH", path, patch, content_type=STRATEGIC_MERGE)
-                    if resp.status == 404:  # deleted meanwhile (TTL): create it again
-                        series.created = False
-                if not series.created:
-                    body = series.body if series.count < 2 else {**series.body, "series": series.series()}
-                    resp = await self.client.request("POST", base, body)
-                    if resp.status == 409:  # already there: a retried create that had landed
-                        series.created = True
-                        if series.count < 2:
-                            series.written_count = series.count
-                            return
-                        continue
-                if 200 <= resp.status < 300:
+        try:
+            if series.created:
+                patch = {"series": series.series()}
+                path = f"{base}/{series.name}"
+                resp = await self.client.request("PATCH", path, patch, content_type=STRATEGIC_MERGE)
+                if resp.status == 404:  # deleted meanwhile (TTL): create it again
+                    series.created = False
+            if not series.created:
+                body = series.body if count < 2 else {**series.body, "series": series.series()}
+                resp = await self.client.request("POST", base, body)
+                if resp.status == 409:  # already there: a create that landed before its answer was lost
                     series.created = True
-                    series.written_count = series.count
-                    return
-                error = ApiError.from_response(resp)
-            except TransportError as exc:
-                error = exc
-            if not error.is_retriable:
-                log.warning("event %s/%s rejected, not retrying: %s", series.namespace, series.name, error)
-                return
-            if attempt < self.retries:
-                await asyncio.sleep(self.retry_delay * (0.75 + random.random() / 2))
-        log.warning("event %s/%s not written after %d tries", series.namespace, series.name, self.retries + 1)
+                    if count < 2:
+                        series.written_count = count
+                        return True
+                    return False  # patch the series on the next attempt
+            if 200 <= resp.status < 300:
+                series.created = True
+                series.written_count = count
+                return True
+            error: ApiError = ApiError.from_response(resp)
+        except TransportError as exc:
+            error = exc
+        if not error.is_retriable:
+            log.warning("event %s/%s rejected, not retrying: %s", series.namespace, series.name, error)
+            series.written_count = count  # given up on: nothing of it is waiting any more
+            return True
+        self.outage.failed("event writer", error)
+        return False

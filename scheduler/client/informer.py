@@ -5,15 +5,22 @@ resourceVersion with bookmarks; a stream that ends normally is resumed from the 
 resourceVersion, so nothing is missed or repeated; when the server no longer has that history
 (410 Gone) the informer relists and reconciles the store against the fresh list, turning the
 difference into add/update/delete notifications, so no deleted object lingers as a ghost.
-Connection errors are retried with jittered exponential backoff; the informer never gives up.
+A watch that ran fine and then broke (a proxy cut the connection) is resumed at once; failures
+that repeat are retried with jittered exponential backoff, reset by the next healthy watch; the
+informer never gives up. Failures go to the shared OutageLog, which logs one line per round.
 
 Objects are decoded once into the scheduler's compact views (``decode``); an object that does
-not decode is logged and skipped, and the informer carries on (DESIGN.md principle 5).
+not decode (whatever it is: a null, a string, a wrong type deep inside) is reported and skipped,
+and the informer carries on (DESIGN.md principle 5). It is reported once, as one log line naming
+the object and the field, and to the ``malformed`` handler: not again at the next relist, again
+only when a later version is bad in another way. An object that decoded before and no longer
+does keeps its last good version in the store, as client-go's would keep it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import random
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
@@ -24,7 +31,9 @@ from typing import Any, Generic, Protocol, TypeVar
 import orjson
 
 from scheduler.api import MalformedObject
+from scheduler.api.kinds import display_key
 from scheduler.client.backoff import Backoff
+from scheduler.client.outage import OutageLog
 from scheduler.client.rest import ApiError, raise_for_status
 from scheduler.framework.interface import ApiClient
 
@@ -48,9 +57,23 @@ class EventHandler(Protocol[T_contra]):
     def on_delete(self, obj: T_contra) -> None: ...
 
 
+class MalformedHandler(Protocol):
+    """Told about objects that do not decode: once per distinct problem, and when it is over."""
+
+    def malformed(self, key: str, obj: Any, error: MalformedObject) -> None: ...
+
+    def gone(self, key: str) -> None:
+        """The object reported under ``key`` was deleted or decodes now."""
+
+
 class ListWatchClient(ApiClient, Protocol):
     def stream_lines(
-        self, path: str, params: Mapping[str, str] | None = None, *, read_timeout: float | None = None
+        self,
+        path: str,
+        params: Mapping[str, str] | None = None,
+        *,
+        read_timeout: float | None = None,
+        on_connected: Callable[[], None] | None = None,
     ) -> AsyncIterator[bytes]: ...
 
 
@@ -94,9 +117,27 @@ class _Expired(Exception):
     """The resourceVersion we would resume from is older than the server's history."""
 
 
-def object_key(meta: Mapping[str, Any]) -> str:
-    namespace = meta.get("namespace")
-    return f"{namespace}/{meta.get('name', '')}" if namespace else str(meta.get("name", ""))
+def _metadata(raw: Any) -> Mapping[str, Any]:
+    """An object's metadata, or {} when the object or its metadata is not a JSON object."""
+    meta = raw.get("metadata") if isinstance(raw, dict) else None
+    return meta if isinstance(meta, dict) else {}
+
+
+def _text(meta: Mapping[str, Any], name: str) -> str:
+    value = meta.get(name)
+    return value if isinstance(value, str) else ""
+
+
+def _key(meta: Mapping[str, Any]) -> str:
+    """The store key of an object, however broken its metadata ("" for no usable name)."""
+    name = _text(meta, "name")
+    namespace = _text(meta, "namespace")
+    return f"{namespace}/{name}" if namespace and name else name
+
+
+def _digest(raw: Any) -> str:
+    """Tells nameless malformed objects apart (only ever computed for those)."""
+    return hashlib.blake2b(orjson.dumps(raw, option=orjson.OPT_SORT_KEYS), digest_size=8).hexdigest()
 
 
 class Informer(Generic[T]):
@@ -117,6 +158,8 @@ class Informer(Generic[T]):
         page_size: int = PAGE_SIZE,
         backoff: Backoff | None = None,
         min_watch_timeout: float = MIN_WATCH_TIMEOUT,
+        outage: OutageLog | None = None,
+        malformed: MalformedHandler | None = None,
     ) -> None:
         self.name = name or path.rsplit("/", 1)[-1]
         self.store: Store[T] = Store()
@@ -129,6 +172,11 @@ class Informer(Generic[T]):
         self._page_size = page_size
         self._backoff = backoff or Backoff()
         self._min_watch_timeout = min_watch_timeout
+        self._outage = outage or OutageLog()
+        self._malformed = malformed
+        # objects reported as malformed: identity (the key, or key#digest for nameless ones) ->
+        # what was reported (uid and reason); a relist rebuilds it from what is still bad
+        self._reported: dict[str, str] = {}
         self._rv: str | None = None
         self._watch_events = 0
 
@@ -139,37 +187,50 @@ class Informer(Generic[T]):
 
     async def run(self) -> None:
         """List and watch until cancelled."""
+        loop = asyncio.get_running_loop()
+        component = f"informer {self.name}"
         while True:
             fresh = self._rv is None
             self._watch_events = 0
+            started: float | None = None
             try:
                 if fresh:
                     await self._list()
-                started = asyncio.get_running_loop().time()
+                    self._outage.recovered(component)
+                started = loop.time()
                 await self._watch()
-                if self._watch_events == 0 and asyncio.get_running_loop().time() - started < SHORT_WATCH:
+                if self._watch_events == 0 and loop.time() - started < SHORT_WATCH:
                     raise ApiError(0, "ShortWatch", "watch closed within a second without events")
                 self._backoff.reset()
+                self._outage.recovered(component)
                 continue
             except _Expired:
                 self._rv = None
                 log.info("informer %s: resourceVersion too old, relisting", self.name)
                 if not fresh or self._watch_events:
                     continue  # history moved on while we were away or watching: relist at once
-                reason, exc_info = "410 Gone right after a fresh list", False
+                error: BaseException | str = "410 Gone right after a fresh list"
             except ApiError as exc:
-                reason, exc_info = str(exc), False
+                error = exc
             except Exception as exc:  # e.g. a line that is not JSON; never give up on the resource
-                reason, exc_info = repr(exc), True
-            delay = self._backoff.next()
-            log.warning("informer %s: %s; retrying in %.1fs", self.name, reason, delay, exc_info=exc_info)
-            await asyncio.sleep(delay)
+                log.warning("informer %s: unexpected error", self.name, exc_info=True)
+                error = exc
+            healthy = started is not None and (self._watch_events > 0 or loop.time() - started >= SHORT_WATCH)
+            if healthy:
+                # It ran fine until now (e.g. a proxy cut the connection): resume at once.
+                self._backoff.reset()
+                self._outage.recovered(component)
+                log.debug("informer %s: watch broke (%s); resuming at once", self.name, error)
+                continue
+            self._outage.failed(component, error)
+            await asyncio.sleep(self._backoff.next())
 
     # ------------------------------------------------------------------------------- list
 
     async def _list(self) -> None:
         entries: dict[str, _Entry[T]] = {}
-        undecodable: set[str] = set()
+        undecodable: dict[str, str] = {}  # key -> the bad version's uid ("" when unreadable)
+        reported: dict[str, str] = {}
         params = dict(self._params)
         if self._page_size > 0:
             params["limit"] = str(self._page_size)
@@ -181,16 +242,16 @@ class Informer(Generic[T]):
                 # The continue token expired mid-list: start over in one unpaginated request.
                 log.info("informer %s: list continuation expired, listing in one request", self.name)
                 entries.clear()
-                undecodable.clear()
+                undecodable.clear()  # what was reported stays reported
                 params, token = dict(self._params), ""
                 continue
             body = raise_for_status(resp)
             for raw in body.get("items") or ():
-                meta = raw.get("metadata") or {}
-                key = object_key(meta)
-                obj = self._decode_or_log(raw, key)
+                meta = _metadata(raw)
+                key = _key(meta)
+                obj = self._decode_or_report(raw, key, reported)
                 if obj is None:
-                    undecodable.add(key)
+                    undecodable[key] = _text(meta, "uid")
                 else:
                     entries[key] = _Entry(str(meta.get("resourceVersion", "")), str(meta.get("uid", "")), obj)
             list_meta = body.get("metadata") or {}
@@ -198,17 +259,22 @@ class Informer(Generic[T]):
             if not token:
                 break
         self._replace(entries, undecodable)
+        for identity in self._reported.keys() - reported.keys():
+            self._forget(identity)  # deleted, or good again
+        self._reported = reported
         self._rv = str(list_meta.get("resourceVersion", ""))
         self.synced.set()
 
-    def _replace(self, fresh: dict[str, _Entry[T]], undecodable: set[str]) -> None:
+    def _replace(self, fresh: dict[str, _Entry[T]], undecodable: Mapping[str, str]) -> None:
         """Make the store equal to a fresh list, notifying only real differences.
 
         An object recreated under the same name (new uid) is a delete plus an add, not an
-        update; an object that exists but no longer decodes keeps its last good version.
+        update; an object that exists but no longer decodes keeps its last good version
+        (unless its uid says it is another object now).
         """
         current = self.store._entries
-        for key in [k for k in current if k not in fresh and k not in undecodable]:
+        gone = [k for k, e in current.items() if k not in fresh and not self._kept(e, undecodable.get(k))]
+        for key in gone:
             self._notify(self._handler.on_delete, current.pop(key).obj)
         for key, entry in fresh.items():
             old = current.get(key)
@@ -235,7 +301,9 @@ class Informer(Generic[T]):
         try:
             # The read timeout catches a connection that died silently (bookmarks arrive
             # about once a minute, so a healthy stream is never quiet for this long).
-            stream = self._client.stream_lines(self._path, params, read_timeout=timeout + 30.0)
+            stream = self._client.stream_lines(
+                self._path, params, read_timeout=timeout + 30.0, on_connected=self._connected
+            )
             async with aclosing(stream) as lines:
                 async for line in lines:
                     self._apply(orjson.loads(line))
@@ -245,26 +313,35 @@ class Informer(Generic[T]):
                 raise _Expired from exc
             raise
 
+    def _connected(self) -> None:
+        self._outage.recovered(f"informer {self.name}")
+
     def _apply(self, event: Mapping[str, Any]) -> None:
+        if not isinstance(event, dict):
+            raise ApiError(0, "BadWatchEvent", f"watch event is not a JSON object: {str(event)[:80]}")
         kind = event.get("type")
-        raw = event.get("object") or {}
+        raw = event.get("object")
         if kind == "ERROR":
-            code = int(raw.get("code") or 0)
+            status = raw if isinstance(raw, dict) else {}
+            code = status.get("code")
+            code = code if isinstance(code, int) else 0
             if code == 410:
                 raise _Expired
-            raise ApiError(code, str(raw.get("reason") or "WatchError"), str(raw.get("message") or ""), raw)
-        meta = raw.get("metadata") or {}
-        rv = str(meta.get("resourceVersion", ""))
+            reason, message = str(status.get("reason") or "WatchError"), str(status.get("message") or "")
+            raise ApiError(code, reason, message, status)
+        meta = _metadata(raw)
+        rv = _text(meta, "resourceVersion")
         if kind == "BOOKMARK":
             self._rv = rv or self._rv
             return
-        key = object_key(meta)
+        key = _key(meta)
         current = self.store._entries
         if kind in ("ADDED", "MODIFIED"):
-            obj = self._decode_or_log(raw, key)
+            obj = self._decode_or_report(raw, key, self._reported)
+            old = current.get(key)
             if obj is not None:
-                old = current.get(key)
-                current[key] = _Entry(rv, str(meta.get("uid", "")), obj)
+                self._forget(key)
+                current[key] = _Entry(rv, _text(meta, "uid"), obj)
                 if old is None:
                     self._notify(self._handler.on_add, obj)
                 elif old.uid != current[key].uid:
@@ -272,7 +349,11 @@ class Informer(Generic[T]):
                     self._notify(self._handler.on_add, obj)
                 else:
                     self._notify(self._handler.on_update, old.obj, obj)
+            elif old is not None and not self._kept(old, _text(meta, "uid")):
+                del current[key]  # replaced by another object under that name, a malformed one
+                self._notify(self._handler.on_delete, old.obj)
         elif kind == "DELETED":
+            self._forget(key)
             gone = current.pop(key, None)
             if gone is not None:
                 self._notify(self._handler.on_delete, gone.obj)
@@ -282,12 +363,45 @@ class Informer(Generic[T]):
 
     # ---------------------------------------------------------------------------- helpers
 
-    def _decode_or_log(self, raw: dict[str, Any], key: str) -> T | None:
+    def _decode_or_report(self, raw: Any, key: str, reported: dict[str, str]) -> T | None:
+        """The decoded object, or None after reporting it (once: see the module docstring)."""
+        bug: Exception | None = None
         try:
             return self._decode(raw)
         except MalformedObject as exc:
-            log.warning("informer %s: skipping malformed object %s: %s", self.name, key, exc.reason)
-            return None
+            error = exc
+        except Exception as exc:  # a decoder's own bug must not stop the informer either
+            error = MalformedObject(self.name, display_key(raw), f"cannot be decoded: {exc!r}")
+            bug = exc
+        meta = _metadata(raw)
+        identity = key if _text(meta, "name") else f"{key}#{_digest(raw)}"
+        signature = f"{_text(meta, 'uid')}\0{error.reason}"
+        if signature not in (self._reported.get(identity), reported.get(identity)):
+            kept = key in self.store and self._kept(self.store._entries[key], _text(meta, "uid"))
+            log.warning(
+                "informer %s: skipping malformed %s %s: %s%s",
+                self.name,
+                error.kind,
+                error.key,
+                error.reason,
+                "; keeping its last good version" if kept else "",
+                exc_info=bug,
+            )
+            if self._malformed is not None:
+                self._notify(self._malformed.malformed, key, raw, error)
+        reported[identity] = signature
+        return None
+
+    @staticmethod
+    def _kept(entry: _Entry[T], bad_uid: str | None) -> bool:
+        """Whether a stored object survives a malformed version: the same object turned bad
+        (same uid, or one that cannot be read), not another one under its name."""
+        return bad_uid is not None and (not bad_uid or bad_uid == entry.uid)
+
+    def _forget(self, identity: str) -> None:
+        """A reported object is gone or good again."""
+        if self._reported.pop(identity, None) is not None and self._malformed is not None:
+            self._notify(self._malformed.gone, identity)
 
     def _notify(self, fn: Callable[..., None], *args: Any) -> None:
         try:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import aiohttp
@@ -102,6 +102,20 @@ def raise_for_status(resp: ApiResponse) -> Any:
     raise ApiError.from_response(resp)
 
 
+def _short(exc: BaseException) -> str:
+    """``Type: message`` of a transport failure, without aiohttp's nested reprs."""
+    message = str(exc).strip()
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+def _connection_broke(exc: TransportError) -> bool:
+    """Did the connection fail under the request (not a timeout, not a refused connect)?"""
+    cause = exc.__cause__
+    return isinstance(cause, aiohttp.ServerDisconnectedError | aiohttp.ClientOSError) and not isinstance(
+        cause, aiohttp.ClientConnectorError
+    )
+
+
 def decode_body(data: bytes) -> Any:
     if not data:
         return None
@@ -179,13 +193,15 @@ class KubeClient:
         attempt = 0
         while True:
             await self._limiter.acquire()
-            resp = await self._open(method, path, params, data, content_type, self._timeout)
             try:
-                raw = await resp.read()
-            except (TimeoutError, aiohttp.ClientError) as exc:
-                raise TransportError(f"{method} {path}: {exc!r}") from exc
-            finally:
-                resp.release()
+                resp, raw = await self._exchange(method, path, params, data, content_type)
+            except TransportError as exc:
+                if not _connection_broke(exc):
+                    raise
+                # A pooled connection that died while idle (a proxy or the server closed it) fails
+                # the first request sent over it: try once more, on a fresh connection.
+                log.debug("%s %s: %s; retrying on a new connection", method, path, exc)
+                resp, raw = await self._exchange(method, path, params, data, content_type)
             result = ApiResponse(resp.status, decode_body(raw))
             wait = _retry_after(resp.headers) if resp.status == 429 or resp.status >= 500 else None
             if wait is None or method not in _READ_METHODS or attempt >= self._read_retries:
@@ -194,13 +210,31 @@ class KubeClient:
             log.info("%s %s answered %d, retrying in %.1fs", method, path, resp.status, wait)
             await asyncio.sleep(wait)
 
+    async def _exchange(
+        self, method: str, path: str, params: Mapping[str, str] | None, data: bytes | None, content_type: str
+    ) -> tuple[aiohttp.ClientResponse, bytes]:
+        """Send one request and read its whole body."""
+        resp = await self._open(method, path, params, data, content_type, self._timeout)
+        try:
+            return resp, await resp.read()
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            raise TransportError(f"{method} {path}: {_short(exc)}") from exc
+        finally:
+            resp.release()
+
     async def stream_lines(
-        self, path: str, params: Mapping[str, str] | None = None, *, read_timeout: float | None = None
+        self,
+        path: str,
+        params: Mapping[str, str] | None = None,
+        *,
+        read_timeout: float | None = None,
+        on_connected: Callable[[], None] | None = None,
     ) -> AsyncIterator[bytes]:
         """GET a streaming endpoint (a watch) and yield its non-empty lines.
 
         Not throttled, like client-go's watches. A non-2xx answer raises ``ApiError`` before
-        the first line; ``read_timeout`` bounds the silence between two chunks.
+        the first line; ``read_timeout`` bounds the silence between two chunks; ``on_connected``
+        is called once the server has answered 2xx (a quiet watch yields nothing for a while).
         """
         timeout = aiohttp.ClientTimeout(total=None, connect=self._timeout.total, sock_read=read_timeout)
         resp = await self._open("GET", path, params, None, "application/json", timeout)
@@ -208,13 +242,15 @@ class KubeClient:
             if not 200 <= resp.status < 300:
                 raw = await resp.read()
                 raise ApiError.from_response(ApiResponse(resp.status, decode_body(raw)))
+            if on_connected is not None:
+                on_connected()
             try:
                 async for line in resp.content:
                     line = line.strip()
                     if line:
                         yield line
             except (TimeoutError, aiohttp.ClientError) as exc:
-                raise TransportError(f"watch {path}: {exc!r}") from exc
+                raise TransportError(f"watch {path}: {_short(exc)}") from exc
         finally:
             resp.release()
 
@@ -252,4 +288,4 @@ class KubeClient:
                 **extra,
             )
         except (TimeoutError, aiohttp.ClientError) as exc:
-            raise TransportError(f"{method} {path}: {exc!r}") from exc
+            raise TransportError(f"{method} {path}: {_short(exc)}") from exc

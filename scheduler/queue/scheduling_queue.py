@@ -340,6 +340,16 @@ class SchedulingQueue:
             GATED: len(self._gated),
         }
 
+    def position(self, uid: str) -> str:
+        """Where the pod waits: "active", "backoff", "unschedulable", "gated", or "" (not queued)."""
+        if uid in self._active:
+            return ACTIVE
+        if uid in self._backoff or uid in self._error_backoff:
+            return BACKOFF
+        if uid in self._unschedulable:
+            return UNSCHEDULABLE
+        return GATED if uid in self._gated else ""
+
     def has(self, uid: str) -> bool:
         """Queued in any sub-queue, or in flight."""
         return uid in self._in_flight or self._find(uid) is not None

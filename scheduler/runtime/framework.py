@@ -42,6 +42,7 @@ from scheduler.framework import (
     QueuedPodInfo,
     Status,
 )
+from scheduler.framework.clock import REAL_CLOCK, Clock
 from scheduler.framework.interface import WILDCARD
 from scheduler.runtime.waiting import WaitingPod
 
@@ -223,8 +224,10 @@ class Framework:
         *,
         percentage_of_nodes_to_score: int | None = None,
         rng: random.Random | None = None,
+        clock: Clock = REAL_CLOCK,
     ) -> None:
         self.profile_name = profile.scheduler_name
+        self.clock = clock
         self.handle = handle
         # SchedulerMetrics from the handle, or None (tests, tools): extension points are timed then
         self.metrics = getattr(handle, "metrics", None)
@@ -681,7 +684,7 @@ class Framework:
                 return status.with_plugin(plugin.name)
             return status.with_plugin(plugin.name).as_error(f"running Permit plugin {_quoted(plugin.name)}")
         if timeouts:
-            self.waiting_pods[pod.uid] = WaitingPod(pod, node_name, timeouts)
+            self.waiting_pods[pod.uid] = WaitingPod(pod, node_name, timeouts, self.clock)
             return Status(
                 Code.WAIT, (*wait_reasons, "one or more plugins asked to wait and no plugin rejected pod")
             )

@@ -7,20 +7,22 @@ import asyncio
 from scheduler.api import Pod
 from scheduler.config.durations import format_duration
 from scheduler.framework import Code, Status
+from scheduler.framework.clock import REAL_CLOCK, Clock
 
 
 class WaitingPod:
     """A pod some Permit plugins asked to wait for; plugins call ``allow`` / ``reject``."""
 
-    def __init__(self, pod: Pod, node_name: str, timeouts: dict[str, float]) -> None:
+    def __init__(
+        self, pod: Pod, node_name: str, timeouts: dict[str, float], clock: Clock = REAL_CLOCK
+    ) -> None:
         self.pod = pod
         self.node_name = node_name
         self.timeouts = dict(timeouts)
         self._pending = set(timeouts)
         self._result: asyncio.Future[Status | None] = asyncio.get_running_loop().create_future()
-        loop = asyncio.get_running_loop()
         self._timers = [
-            loop.call_later(timeout, self.reject, plugin, self.timeout_message(plugin))
+            clock.call_later(timeout, self.reject, plugin, self.timeout_message(plugin))
             for plugin, timeout in timeouts.items()
         ]
 

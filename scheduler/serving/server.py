@@ -1,10 +1,12 @@
-"""The status HTTP server: probes (/healthz, /livez, /readyz), /metrics and /configz.
+"""The scheduler's one port: probes (/healthz, /livez, /readyz), /metrics, /configz, debug paths.
 
-Probe output follows kube-apiserver's health handlers, so operators read it the same way:
-``ok`` when every check passes, and with ``?verbose`` (always, on failure) one line per check
-(``[+]ping ok``, ``[-]sched-handler-sync failed: reason withheld``) and a final
-``readyz check passed`` / ``readyz check failed``. Reasons stay out of the response (the endpoint
-is unauthenticated) and go to the log; ``?exclude=name`` skips a check.
+HTTPS by default (``tls``), with every request authenticated and authorized through the API
+server (``auth``, see :mod:`scheduler.serving.auth`); ``--plain-http`` serves plain HTTP without
+either, for local use. Probe output follows kube-apiserver's health handlers, so operators read
+it the same way: ``ok`` when every check passes, and with ``?verbose`` (always, on failure) one line
+per check (``[+]ping ok``, ``[-]sched-handler-sync failed: reason withheld``) and a final
+``readyz check passed`` / ``readyz check failed``. Reasons stay out of the response (probes are
+open to anyone) and go to the log; ``?exclude=name`` skips a check.
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 from aiohttp import web
+
+from scheduler.serving.auth import DelegatedAuth
+from scheduler.serving.tls import ServingCertificate, peer_identity
 
 if TYPE_CHECKING:
     from scheduler.metrics import SchedulerMetrics
@@ -46,7 +51,7 @@ class StatusServer:
     Checks run on every probe, so they must be cheap and must not block.
     """
 
-    __slots__ = ("_app", "_configz", "_host", "_metrics", "_port", "_probes", "_runner")
+    __slots__ = ("_app", "_auth", "_configz", "_host", "_metrics", "_port", "_probes", "_runner", "_tls")
 
     def __init__(
         self,
@@ -57,9 +62,13 @@ class StatusServer:
         configz: Callable[[], Mapping[str, Any]] | None = None,
         health_checks: Sequence[Check] = (),
         ready_checks: Sequence[Check] = (),
+        tls: ServingCertificate | None = None,
+        auth: DelegatedAuth | None = None,
     ) -> None:
         self._host = bind_address
         self._port = port
+        self._tls = tls
+        self._auth = auth
         self._metrics = metrics
         self._configz = configz
         health = _with_ping(health_checks)
@@ -92,20 +101,25 @@ class StatusServer:
             host = "127.0.0.1"
         elif ":" in host:
             host = f"[{host}]"
-        return f"http://{host}:{self.port}"
+        return f"{'https' if self._tls else 'http'}://{host}:{self.port}"
 
     async def start(self) -> None:
         if self._runner is not None:
             return
         runner = web.AppRunner(self._app, access_log=None, handle_signals=False)
         await runner.setup()
+        context = self._tls.context if self._tls is not None else None
         try:
-            await web.TCPSite(runner, self._host, self._port).start()
+            await web.TCPSite(runner, self._host, self._port, ssl_context=context).start()
         except BaseException:
             await runner.cleanup()
             raise
         self._runner = runner
         log.info("serving /healthz, /livez, /readyz, /metrics and /configz on %s", self.url)
+        if self._tls is None and self._host not in ("127.0.0.1", "::1", "localhost"):
+            log.warning(
+                "plain HTTP without authentication on %s: anyone who can reach it reads /metrics", self.url
+            )
 
     async def stop(self) -> None:
         runner, self._runner = self._runner, None
@@ -115,13 +129,24 @@ class StatusServer:
     # ---------------------------------------------------------------------------------- routes
 
     def _build_app(self) -> web.Application:
-        app = web.Application()
+        app = web.Application(middlewares=[self._authenticate] if self._auth is not None else [])
         for probe in self._probes:
             app.router.add_get(f"/{probe}", self._probe_handler(probe))
             app.router.add_get(f"/{probe}/{{check}}", self._single_check_handler(probe))
         app.router.add_get("/metrics", self._serve_metrics)
         app.router.add_get("/configz", self._serve_configz)
         return app
+
+    @web.middleware
+    async def _authenticate(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        assert self._auth is not None
+        ssl_object = request.transport.get_extra_info("ssl_object") if request.transport else None
+        decision = await self._auth.decide(
+            request.method, request.path, request.headers.get("Authorization"), peer_identity(ssl_object)
+        )
+        if decision.status != 200:
+            return _status_response(decision.status, decision.message)
+        return await handler(request)
 
     def _probe_handler(self, probe: str) -> Callable[[web.Request], Any]:
         async def handle(request: web.Request) -> web.Response:
@@ -185,6 +210,22 @@ class StatusServer:
         # Same envelope as kube-scheduler's /configz: the configuration under "componentconfig".
         body = orjson.dumps({"componentconfig": self._configz()}, option=orjson.OPT_NON_STR_KEYS)
         return web.Response(body=body, content_type="application/json")
+
+
+def _status_response(code: int, message: str) -> web.Response:
+    """A ``kind: Status`` failure, as the API server answers 401 and 403."""
+    reason = {401: "Unauthorized", 403: "Forbidden"}.get(code, "Failure")
+    body = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "details": {},
+        "code": code,
+    }
+    return web.Response(status=code, body=orjson.dumps(body), content_type="application/json")
 
 
 def _run(name: str, check: Callable[[], str | None]) -> str | None:

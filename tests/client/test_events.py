@@ -107,6 +107,7 @@ async def test_only_identical_events_are_aggregated(
     first = {"event_type": WARNING, "reason": "FailedScheduling", "action": "Scheduling"}
     first["note"] = "0/2 nodes are available."
     recorder.record(target, **first)
+    assert await recorder.flush(2)
     recorder.record(target, **(first | second))
     assert await recorder.flush(2)
     assert len(await events(kube)) == expected_events
@@ -123,11 +124,15 @@ async def test_an_event_after_the_window_starts_a_new_event(
     assert [e.get("series") for e in await events(kube)] == [None, None]
 
 
-async def test_a_full_queue_drops_and_counts_instead_of_blocking(kube: KubeClient, target: Pod) -> None:
-    rec = EventRecorder(kube, scheduler_name="pyscheduler", identity="i", queue_size=2)
+async def test_only_the_newest_unwritten_event_of_an_object_waits(kube: KubeClient, target: Pod) -> None:
+    rec = EventRecorder(kube, scheduler_name="pyscheduler", identity="i")
     for i in range(5):
         rec.record(target, WARNING, "FailedScheduling", "Scheduling", f"note {i}")
-    assert rec.dropped == 3
+    assert rec.waiting == 1  # memory stays bounded by the number of objects
+    task = asyncio.create_task(rec.run())
+    await rec.close(timeout=2)
+    assert task.done()
+    assert [e["note"] for e in await events(kube)] == ["note 4"]
 
 
 async def test_a_series_whose_event_was_deleted_is_created_again(
@@ -143,9 +148,28 @@ async def test_a_series_whose_event_was_deleted_is_created_again(
     assert again["series"]["count"] == 2
 
 
-async def test_server_errors_are_retried_and_then_given_up(sim: Any, kube: KubeClient, target: Pod) -> None:
-    sim.faults.set_error("create", "events.events.k8s.io", 1.0, code=500)
-    rec = EventRecorder(kube, scheduler_name="pyscheduler", identity="i", retries=2, retry_delay=0.001)
+async def test_an_event_is_retried_until_the_api_server_takes_it(
+    sim: Any, kube: KubeClient, target: Pod
+) -> None:
+    sim.faults.set_error("create", "events.events.k8s.io", 1.0, code=503)
+    rec = EventRecorder(kube, scheduler_name="pyscheduler", identity="i", retry_delay=0.01, retry_cap=0.05)
+    rec.record(target, WARNING, "FailedScheduling", "Scheduling", "n")
+    task = asyncio.create_task(rec.run())
+    assert not await rec.flush(0.3)  # still failing: nothing given up
+    assert rec.outage.failing == ["event writer"]
+    sim.faults.clear()
+    assert await rec.flush(2)
+    await rec.close(timeout=2)
+    assert task.done()
+    [event] = await events(kube)
+    assert event["note"] == "n"
+
+
+async def test_an_event_the_server_refuses_for_good_is_not_retried(
+    sim: Any, kube: KubeClient, target: Pod
+) -> None:
+    sim.faults.set_error("create", "events.events.k8s.io", 1.0, code=422)
+    rec = EventRecorder(kube, scheduler_name="pyscheduler", identity="i", retry_delay=0.01)
     rec.record(target, WARNING, "FailedScheduling", "Scheduling", "n")
     task = asyncio.create_task(rec.run())
     assert await rec.flush(2)

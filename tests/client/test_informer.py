@@ -235,6 +235,81 @@ async def test_a_malformed_object_is_logged_and_skipped_while_the_rest_is_delive
     assert "default/bad-1" not in informer.store
 
 
+class Malformed:
+    """A MalformedHandler that remembers what it was told."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
+
+    def malformed(self, key: str, obj: Any, error: MalformedObject) -> None:
+        self.calls.append(("malformed", key))
+
+    def gone(self, key: str) -> None:
+        self.calls.append(("gone", key))
+
+
+def reports(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "skipping malformed" in r.getMessage()]
+
+
+async def test_items_that_are_not_even_objects_are_reported_once_and_the_informer_syncs(
+    sim: Any, client: CountingClient, pod: Any, start: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    await create(sim, pod, "good")
+    sim.faults.inject_raw("pods", None, name="null")
+    sim.faults.inject_raw("pods", {"metadata": "x"}, name="meta")
+    cpu = {
+        "metadata": {"name": "cpu", "uid": "u"},
+        "spec": {"containers": [{"resources": {"requests": {"cpu": "?"}}}]},
+    }
+    sim.faults.inject_raw("pods", cpu)
+    recorder = Recorder()
+    informer = pod_informer(client, recorder)
+    with caplog.at_level(logging.WARNING, logger="scheduler.client.informer"):
+        start(informer)
+        await asyncio.wait_for(informer.synced.wait(), 5)
+        assert recorder.events == [("add", "good")]
+        assert sorted(reports(caplog)) == [
+            "informer pods: skipping malformed Pod <no metadata>: metadata: must be an object, "
+            'got string "x"',
+            "informer pods: skipping malformed Pod <no metadata>: must be an object, got null",
+            "informer pods: skipping malformed Pod cpu: spec.containers[0].resources.requests[cpu]: "
+            'invalid quantity "?"',
+        ]
+        sim.faults.force_gone_next_watch("pods")  # a relist sees them all again, and says nothing
+        await until(lambda: sim.faults.drop_watches("pods") > 0)
+        await until(lambda: len(client.lists) == 2)
+        sim.faults.inject_raw("pods", 42, name="number")  # by watch
+        await until(lambda: len(reports(caplog)) == 4)
+    assert reports(caplog)[-1].endswith("Pod <no metadata>: must be an object, got number 42")
+    assert informer.store.keys() == ["default/good"]
+
+
+async def test_a_good_object_turned_bad_is_kept_unless_another_object_took_its_name(
+    sim: Any, client: CountingClient, pod: Any, start: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    await create(sim, pod, "a")
+    recorder, malformed = Recorder(), Malformed()
+    informer = pod_informer(client, recorder, malformed=malformed)
+    start(informer)
+    await asyncio.wait_for(informer.synced.wait(), 5)
+    good = sim.store.get("pods", "default", "a")
+    bad = {**good, "spec": {**good["spec"], "priority": "high"}}
+    with caplog.at_level(logging.WARNING, logger="scheduler.client.informer"):
+        sim.faults.inject_raw("pods", bad)
+        sim.faults.inject_raw("pods", {**bad, "metadata": {**bad["metadata"], "labels": {"new": "version"}}})
+        await until(lambda: malformed.calls == [("malformed", "default/a")])
+        assert informer.store.get("default/a") is not None  # the last good version
+        sim.faults.inject_raw("pods", {**bad, "metadata": {**bad["metadata"], "uid": "another"}})
+        await until(lambda: ("delete", "a") in recorder.events)
+    assert "default/a" not in informer.store
+    assert [line.endswith("; keeping its last good version") for line in reports(caplog)] == [True, False]
+    assert malformed.calls == [("malformed", "default/a")] * 2  # another object, another report
+    sim.faults.inject_raw("pods", good)
+    await until(lambda: ("add", "a") in recorder.events[1:])
+    assert malformed.calls[-1] == ("gone", "default/a")
+
+
 async def test_a_failing_handler_is_logged_and_does_not_stop_the_informer(
     sim: Any, client: CountingClient, pod: Any, start: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -319,3 +394,44 @@ async def test_an_expired_continue_token_restarts_the_list_in_one_request(
     assert sorted(recorder.events) == [("add", "a"), ("add", "b")]
     assert [("limit" in q, "continue" in q) for q in seen] == [(True, False), (True, True), (False, False)]
     assert informer.resource_version == "6"
+
+
+async def test_a_watch_cut_by_the_network_resumes_at_once_without_a_relist(
+    sim: Any, pod: Any, start: Any, tmp_path: Any
+) -> None:
+    from scheduler.client import load_client_config
+    from scheduler.sim.proxy import FaultProxy
+
+    async with FaultProxy(sim.host, sim.port) as proxy:
+        kubeconfig = sim.write_kubeconfig(tmp_path / "via-proxy")
+        kubeconfig.write_text(kubeconfig.read_text().replace(sim.url, proxy.url))
+        async with KubeClient(await load_client_config(str(kubeconfig)), qps=0) as kube:
+            client = CountingClient(kube)
+            recorder = Recorder()
+            # a backoff this long would show: the resume must not wait for it
+            informer = Informer(client, PODS, decode=Pod.from_dict, handler=recorder, backoff=Backoff(30, 60))
+            start(informer)
+            await asyncio.wait_for(informer.synced.wait(), 5)
+            await create(sim, pod, "before")
+            await until(lambda: ("add", "before") in recorder.events)
+            await asyncio.sleep(1.1)  # the watch has now run long enough to count as healthy
+            assert proxy.cut() >= 1
+            await create(sim, pod, "after")
+            await until(lambda: ("add", "after") in recorder.events, timeout=3)
+            assert len(client.lists) == 1  # resumed from its resourceVersion, no relist
+
+
+async def test_after_an_api_server_restart_the_informer_relists_and_misses_nothing(
+    sim: Any, client: CountingClient, pod: Any, start: Any
+) -> None:
+    recorder = Recorder()
+    informer = pod_informer(client, recorder)
+    start(informer)
+    await asyncio.wait_for(informer.synced.wait(), 5)
+    await create(sim, pod, "a")
+    await until(lambda: ("add", "a") in recorder.events)
+    await sim.restart(down_for=0.2)
+    await create(sim, pod, "b")
+    await until(lambda: ("add", "b") in recorder.events)
+    assert len(client.lists) == 2  # the history was gone: one relist
+    assert recorder.events.count(("add", "a")) == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import orjson
@@ -154,3 +155,28 @@ async def test_an_unreachable_server_raises_a_transport_error(client_for: Any) -
     async with await client_for("http://127.0.0.1:9") as client:
         with pytest.raises(TransportError):
             await client.request("GET", "/api/v1/pods")
+
+
+async def test_a_request_whose_connection_is_cut_under_it_is_sent_again_on_a_new_one(tmp_path) -> None:
+    from scheduler.client import load_client_config
+    from scheduler.sim import SimCluster
+    from scheduler.sim.proxy import FaultProxy
+
+    async with (
+        SimCluster(nodes=1, kubelet=False, controllers=False) as sim,
+        FaultProxy(sim.host, sim.port) as proxy,
+    ):
+        kubeconfig = sim.write_kubeconfig(tmp_path / "kc")
+        kubeconfig.write_text(kubeconfig.read_text().replace(sim.url, proxy.url))
+        async with KubeClient(await load_client_config(str(kubeconfig)), qps=0) as client:
+            assert (await client.request("GET", "/api/v1/nodes")).status == 200
+            proxy.delay = 0.3  # the request is on its way when the connection goes
+            # a POST: aiohttp itself only resends idempotent requests
+            body = {"metadata": {"name": "created-through-a-cut"}}
+            pending = asyncio.create_task(client.request("POST", "/api/v1/namespaces", body))
+            for _ in range(200):
+                if proxy.held:
+                    break
+                await asyncio.sleep(0.005)
+            assert proxy.cut() == 1
+            assert (await asyncio.wait_for(pending, 5)).status == 201

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -22,14 +23,17 @@ Manifest = dict[str, Any]
 
 
 def find_tool(name: str) -> str | None:
-    local = ROOT / ".tools" / "bin" / name
-    return str(local) if local.is_file() else shutil.which(name)
+    """The virtualenv's copy first (kubectl v1.36 from the `dev` extra), then .tools/bin, then PATH."""
+    for folder in (Path(sys.executable).parent, ROOT / ".tools" / "bin"):
+        if (folder / name).is_file():
+            return str(folder / name)
+    return shutil.which(name)
 
 
 HELM = find_tool("helm")
 KUBECTL = find_tool("kubectl")
 NO_HELM = "helm binary not found in .tools/bin or on PATH (run `make tools`)"
-NO_KUBECTL = "kubectl binary not found in .tools/bin or on PATH (run `make tools`)"
+NO_KUBECTL = "kubectl binary not found in the virtualenv or on PATH (run `make install`)"
 
 
 def run_helm(*args: str) -> subprocess.CompletedProcess[str]:
@@ -58,8 +62,19 @@ class RenderError(Exception):
     """helm refused the values (schema, or a `fail` in a template); the message is helm's."""
 
 
+class _StrictLoader(yaml.SafeLoader):
+    """Refuses a mapping that repeats a key: the API server would keep one value silently."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        keys = [self.construct_object(key, deep=deep) for key, _ in node.value]
+        repeated = sorted({str(k) for k in keys if keys.count(k) > 1})
+        if repeated:
+            raise yaml.constructor.ConstructorError(None, None, f"repeated keys {repeated}", node.start_mark)
+        return super().construct_mapping(node, deep=deep)
+
+
 def parse(text: str) -> list[Manifest]:
-    return [doc for doc in yaml.safe_load_all(text) if doc]
+    return [doc for doc in yaml.load_all(text, Loader=_StrictLoader) if doc]
 
 
 def pick(objects: list[Manifest], kind: str, name: str | None = None) -> Manifest:
@@ -82,6 +97,11 @@ def scheduler_config(objects: list[Manifest]) -> dict[str, Any]:
 
 def container(objects: list[Manifest]) -> dict[str, Any]:
     return pick(objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+
+
+def selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    """Whether an equality selector (matchLabels, or a Service's selector) matches these labels."""
+    return all(labels.get(key) == value for key, value in selector.items())
 
 
 def permissions(rules: list[dict[str, Any]]) -> set[tuple[str, str, str, str]]:

@@ -59,6 +59,7 @@ def test_namespaced_objects_live_in_the_pyscheduler_namespace() -> None:
     ("kind", "name"),
     [
         ("ClusterRole", "pyscheduler"),
+        ("ClusterRole", "pyscheduler-metrics-reader"),
         ("ClusterRoleBinding", "pyscheduler"),
         ("Role", "pyscheduler-leader-election"),
         ("RoleBinding", "pyscheduler-leader-election"),
@@ -97,6 +98,23 @@ def test_deployment_agrees_with_the_chart_on_everything_but_image_and_labels(ren
         assert our_pod[field] == chart_pod[field], field
     assert [v["name"] for v in our_pod["volumes"]] == [v["name"] for v in chart_pod["volumes"]]
     assert pick(deploy_objects(), "Deployment")["spec"]["replicas"] == 2
+
+
+def test_deployment_serves_https_with_delegated_auth_and_the_rights_for_it() -> None:
+    objects = deploy_objects()
+    main = container(objects)
+    assert "--plain-http" not in main["args"]
+    assert "--authorization-always-allow-paths=/healthz,/readyz,/livez" in main["args"]
+    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+        assert main[probe]["httpGet"] == {"path": path, "port": "https-metrics", "scheme": "HTTPS"}
+    assert pick(objects, "Service")["spec"]["ports"][0]["targetPort"] == main["ports"][0]["name"]
+    grants = permissions(pick(objects, "ClusterRole", "pyscheduler")["rules"])
+    assert {
+        ("authentication.k8s.io", "tokenreviews", "create", "*"),
+        ("authorization.k8s.io", "subjectaccessreviews", "create", "*"),
+    } <= grants
+    reader = pick(objects, "ClusterRole", "pyscheduler-metrics-reader")
+    assert reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
 
 
 @pytest.mark.helm

@@ -17,6 +17,7 @@ from shipping import (
     pick,
     run_helm,
     scheduler_config,
+    selects,
 )
 
 pytestmark = [
@@ -50,6 +51,21 @@ EXPECTED_CLUSTER_GRANTS = (
     | {(g, "events", v, "*") for g in ("", "events.k8s.io") for v in ("create", "patch")}
 )
 PREEMPTION_GRANT = ("", "pods", "delete", "*")
+# Secure serving's delegated authentication and authorization (not with serving.plainHTTP).
+REVIEW_GRANTS = {
+    ("authentication.k8s.io", "tokenreviews", "create", "*"),
+    ("authorization.k8s.io", "subjectaccessreviews", "create", "*"),
+}
+DEFAULT_ARGS = [
+    "--config=/etc/pyscheduler/config.yaml",
+    "--bind-address=0.0.0.0",
+    "--port=10251",
+    "-v=2",
+    "--logging-format=text",
+    "--tls-min-version=VersionTLS12",
+    "--authorization-always-allow-paths=/healthz,/readyz,/livez",
+]
+SA_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 
 
 @pytest.mark.parametrize("values", [[], *([v] for v in CI_VALUES)], ids=lambda v: v[0] if v else "no-values")
@@ -64,7 +80,7 @@ def test_default_install_renders_the_scheduler_objects(render) -> None:
     assert kinds(objects) == {
         "ServiceAccount",
         "ConfigMap",
-        "ClusterRole",
+        "ClusterRole",  # the scheduler's, and pyscheduler-metrics-reader
         "ClusterRoleBinding",
         "Role",
         "RoleBinding",
@@ -80,13 +96,14 @@ def test_default_install_renders_the_scheduler_objects(render) -> None:
 
 
 def test_cluster_role_grants_exactly_what_the_scheduler_calls(render) -> None:
-    rules = pick(render(), "ClusterRole")["rules"]
-    assert permissions(rules) == EXPECTED_CLUSTER_GRANTS | {PREEMPTION_GRANT}
+    rules = pick(render(), "ClusterRole", "pyscheduler")["rules"]
+    assert permissions(rules) == EXPECTED_CLUSTER_GRANTS | REVIEW_GRANTS | {PREEMPTION_GRANT}
 
 
 def test_turning_preemption_off_drops_pod_deletion_and_disables_the_plugin(render) -> None:
     objects = render(values=["preemption-off-values.yaml"])
-    assert permissions(pick(objects, "ClusterRole")["rules"]) == EXPECTED_CLUSTER_GRANTS
+    rules = pick(objects, "ClusterRole", "pyscheduler")["rules"]
+    assert permissions(rules) == EXPECTED_CLUSTER_GRANTS | REVIEW_GRANTS
     profiles = scheduler_config(objects)["profiles"]
     assert [p["schedulerName"] for p in profiles] == ["pyscheduler", "pyscheduler-batch"]
     for profile in profiles:
@@ -99,7 +116,7 @@ def test_no_rule_uses_wildcards_or_binds_cluster_admin(render) -> None:
     for values in ([], ["full-values.yaml"]):
         for obj in render(values=values):
             for rule in obj.get("rules", []):
-                for field in ("apiGroups", "resources", "verbs"):
+                for field in ("apiGroups", "resources", "verbs", "nonResourceURLs"):
                     assert "*" not in rule.get(field, []), (obj["kind"], rule)
             if obj["kind"] in ("ClusterRoleBinding", "RoleBinding"):
                 assert obj["roleRef"]["name"] not in ("cluster-admin", "admin", "edit")
@@ -173,15 +190,18 @@ def test_deployment_probes_security_and_downward_api(render) -> None:
     main = container(objects)
     assert deployment["spec"]["replicas"] == 2
     assert main["image"] == "pyscheduler:0.1.0"
-    assert main["args"][:4] == [
-        "--config=/etc/pyscheduler/config.yaml",
-        "--bind-address=0.0.0.0",
-        "--port=10251",
-        "-v=2",
-    ]
-    assert main["ports"] == [{"name": "http-metrics", "containerPort": 10251, "protocol": "TCP"}]
-    assert main["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http-metrics"}
-    assert main["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http-metrics"}
+    assert main["args"] == DEFAULT_ARGS
+    assert main["ports"] == [{"name": "https-metrics", "containerPort": 10251, "protocol": "TCP"}]
+    assert main["livenessProbe"]["httpGet"] == {
+        "path": "/healthz",
+        "port": "https-metrics",
+        "scheme": "HTTPS",
+    }
+    assert main["readinessProbe"]["httpGet"] == {
+        "path": "/readyz",
+        "port": "https-metrics",
+        "scheme": "HTTPS",
+    }
     env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in main["env"]}
     assert env == {"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace"}
     assert main["resources"]["requests"] and main["resources"]["limits"]
@@ -193,8 +213,8 @@ def test_deployment_probes_security_and_downward_api(render) -> None:
         "capabilities": {"drop": ["ALL"]},
     }
     mounts = {m["mountPath"]: m for m in main["volumeMounts"]}
+    assert mounts.keys() == {"/etc/pyscheduler", "/tmp"}  # no certificate: self-signed at start
     assert mounts["/etc/pyscheduler"]["readOnly"] is True
-    assert "/tmp" in mounts
     assert "priorityClassName" not in pod
     anti = pod["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]
     assert (
@@ -224,6 +244,7 @@ def test_placement_and_pod_settings_come_from_values(render) -> None:
     assert main["image"] == "registry.example.com/platform/pyscheduler:0.1.0-rc1"
     assert main["args"][-1] == "--leader-elect=true"
     assert "--port=10259" in main["args"]
+    assert "--logging-format=json" in main["args"]
     assert main["ports"][0]["containerPort"] == 10259
     assert pick(objects, "Service")["spec"]["ports"][0]["port"] == 10259
 
@@ -257,9 +278,125 @@ def test_monitoring_objects_are_opt_in(render) -> None:
     assert monitor["metadata"]["labels"]["release"] == "kube-prometheus-stack"
     assert (
         monitor["spec"]["endpoints"][0].items()
-        >= {"port": "http-metrics", "path": "/metrics", "interval": "15s"}.items()
+        >= {"port": "https-metrics", "path": "/metrics", "interval": "15s"}.items()
     )
     assert monitor["spec"]["selector"]["matchLabels"] == pick(objects, "Service")["spec"]["selector"]
+
+
+def test_service_and_service_monitor_use_the_https_port(render) -> None:
+    objects = render(sets=["serviceMonitor.enabled=true"])
+    main = container(objects)
+    (port,) = pick(objects, "Service")["spec"]["ports"]
+    assert port == {"name": "https-metrics", "port": 10251, "targetPort": "https-metrics", "protocol": "TCP"}
+    assert port["targetPort"] == main["ports"][0]["name"]
+    (endpoint,) = pick(objects, "ServiceMonitor")["spec"]["endpoints"]
+    assert endpoint["port"] == port["name"]
+
+
+def test_service_monitor_scrapes_with_its_token_and_skips_verifying_the_self_signed_cert(render) -> None:
+    (endpoint,) = pick(render(sets=["serviceMonitor.enabled=true"]), "ServiceMonitor")["spec"]["endpoints"]
+    assert endpoint["scheme"] == "https"
+    assert endpoint["bearerTokenFile"] == SA_TOKEN
+    assert endpoint["tlsConfig"] == {"insecureSkipVerify": True}
+
+
+def test_service_monitor_verifies_a_configured_certificate(render) -> None:
+    objects = render(values=["full-values.yaml"], namespace="platform")
+    (endpoint,) = pick(objects, "ServiceMonitor")["spec"]["endpoints"]
+    assert endpoint["scheme"] == "https"
+    assert endpoint["bearerTokenFile"] == SA_TOKEN
+    assert endpoint["tlsConfig"] == {
+        "ca": {"secret": {"name": "pyscheduler-serving-cert", "key": "ca.crt"}},
+        "serverName": "pyscheduler.platform.svc",
+    }
+    own = {"caFile": "/etc/prometheus/ca/ca.crt", "serverName": "scheduler.example.com"}
+    objects = render(
+        sets=["serviceMonitor.enabled=true"], set_json=[f"serviceMonitor.tlsConfig={json.dumps(own)}"]
+    )
+    (endpoint,) = pick(objects, "ServiceMonitor")["spec"]["endpoints"]
+    assert endpoint["tlsConfig"] == own
+
+
+def test_secure_serving_options_come_from_values(render) -> None:
+    objects = render(values=["full-values.yaml"])
+    main = container(objects)
+    pod = pick(objects, "Deployment")["spec"]["template"]["spec"]
+    serving_args = [a for a in main["args"] if a.startswith(("--tls-", "--client-ca", "--authorization"))]
+    assert serving_args == [
+        "--tls-cert-file=/var/run/pyscheduler/serving-cert/tls.crt",
+        "--tls-private-key-file=/var/run/pyscheduler/serving-cert/tls.key",
+        "--tls-min-version=VersionTLS13",
+        "--client-ca-file=/var/run/pyscheduler/client-ca/ca.crt",
+        "--authorization-always-allow-paths=/healthz,/readyz,/livez,/readyz/*",
+    ]
+    mounts = {m["name"]: m for m in main["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    # The whole Secret (no subPath), so that a renewed certificate reaches the running pod.
+    assert mounts["serving-cert"] == {
+        "name": "serving-cert",
+        "mountPath": "/var/run/pyscheduler/serving-cert",
+        "readOnly": True,
+    }
+    assert volumes["serving-cert"]["secret"] == {
+        "secretName": "pyscheduler-serving-cert",
+        "items": [{"key": "tls.crt", "path": "tls.crt"}, {"key": "tls.key", "path": "tls.key"}],
+        "defaultMode": 0o440,
+    }
+    assert mounts["client-ca"]["mountPath"] == "/var/run/pyscheduler/client-ca"
+    assert volumes["client-ca"]["configMap"] == {
+        "name": "scrapers-client-ca",
+        "items": [{"key": "ca.crt", "path": "ca.crt"}],
+    }
+
+
+def test_client_ca_may_come_from_a_secret_under_another_key(render) -> None:
+    objects = render(sets=["serving.clientCA.secretName=front-ca", "serving.clientCA.key=bundle.pem"])
+    volumes = {v["name"]: v for v in pick(objects, "Deployment")["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["client-ca"]["secret"] == {
+        "secretName": "front-ca",
+        "items": [{"key": "bundle.pem", "path": "ca.crt"}],
+    }
+    assert "--client-ca-file=/var/run/pyscheduler/client-ca/ca.crt" in container(objects)["args"]
+
+
+def test_plain_http_serves_without_tls_auth_or_the_rights_for_them(render) -> None:
+    objects = render(values=["plain-http-values.yaml"])
+    main = container(objects)
+    assert main["args"] == [*DEFAULT_ARGS[:5], "--plain-http"]
+    assert main["ports"] == [{"name": "http-metrics", "containerPort": 10251, "protocol": "TCP"}]
+    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+        assert main[probe]["httpGet"] == {"path": path, "port": "http-metrics", "scheme": "HTTP"}
+    assert pick(objects, "Service")["spec"]["ports"][0]["targetPort"] == "http-metrics"
+    rules = pick(objects, "ClusterRole", "pyscheduler")["rules"]
+    assert permissions(rules) == EXPECTED_CLUSTER_GRANTS | {PREEMPTION_GRANT}
+    assert [o["metadata"]["name"] for o in objects if o["kind"] == "ClusterRole"] == ["pyscheduler"]
+    (endpoint,) = pick(objects, "ServiceMonitor")["spec"]["endpoints"]
+    assert endpoint["port"] == "http-metrics"
+    assert endpoint["scheme"] == "http"
+    assert "bearerTokenFile" not in endpoint and "tlsConfig" not in endpoint
+
+
+def test_metrics_reader_role_grants_get_on_metrics_only_and_is_bound_on_request(render) -> None:
+    objects = render()
+    reader = pick(objects, "ClusterRole", "pyscheduler-metrics-reader")
+    assert reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    assert selects(pick(objects, "Service")["spec"]["selector"], reader["metadata"]["labels"])
+    bindings = [o["metadata"]["name"] for o in objects if o["kind"] == "ClusterRoleBinding"]
+    assert bindings == ["pyscheduler"]  # no scraper named: nothing bound to the reader role
+
+    accounts = [{"name": "prometheus-k8s", "namespace": "monitoring"}, {"name": "scraper"}]
+    objects = render(set_json=[f"rbac.metricsReader.serviceAccounts={json.dumps(accounts)}"], namespace="ops")
+    binding = pick(objects, "ClusterRoleBinding", "pyscheduler-metrics-reader")
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "pyscheduler-metrics-reader",
+    }
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "prometheus-k8s", "namespace": "monitoring"},
+        {"kind": "ServiceAccount", "name": "scraper", "namespace": "ops"},
+    ]
+    assert not {"ClusterRole", "ClusterRoleBinding"} & kinds(render(sets=["rbac.create=false"]))
 
 
 def test_grafana_dashboard_charts_the_upstream_metrics(render) -> None:
@@ -277,6 +414,30 @@ def test_grafana_dashboard_charts_the_upstream_metrics(render) -> None:
         "leader_election_master_status",
     ):
         assert metric in exprs
+
+
+def test_helm_test_pod_matches_no_selector_of_the_release(render) -> None:
+    objects = render(values=["full-values.yaml"])  # parse() refuses repeated label keys too
+    labels = pick(objects, "Pod")["metadata"]["labels"]
+    deployment = pick(objects, "Deployment")
+    anti = deployment["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]
+    selectors = {
+        "Deployment": deployment["spec"]["selector"]["matchLabels"],
+        "Service": pick(objects, "Service")["spec"]["selector"],
+        "PodDisruptionBudget": pick(objects, "PodDisruptionBudget")["spec"]["selector"]["matchLabels"],
+        "ServiceMonitor": pick(objects, "ServiceMonitor")["spec"]["selector"]["matchLabels"],
+        "anti-affinity": anti["preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"][
+            "labelSelector"
+        ]["matchLabels"],
+    }
+    for owner, selector in selectors.items():
+        assert selector, owner
+        assert not selects(selector, labels), f"the test pod falls under the {owner}'s selector {selector}"
+    # ... while the replicas do, so the check above is not vacuous.
+    replica = deployment["spec"]["template"]["metadata"]["labels"]
+    assert all(selects(selector, replica) for selector in selectors.values())
+    assert labels["app.kubernetes.io/component"] == "test"
+    assert labels["app.kubernetes.io/instance"] == "pyscheduler"
 
 
 def test_helm_test_hook_is_a_pod_for_the_release_scheduler(render) -> None:
@@ -304,6 +465,21 @@ def test_notes_tell_the_user_which_scheduler_name_to_use() -> None:
     notes = result.stdout.split("NOTES:", 1)[1]
     assert "schedulerName: fast" in notes
     assert "helm test demo -n sched" in notes
+    assert "services/https:demo-pyscheduler:https-metrics/proxy/readyz" in notes
+    assert "--clusterrole=demo-pyscheduler-metrics-reader" in notes
+    assert "https://127.0.0.1:10251/metrics" in notes
+    assert "http:" not in notes
+
+
+def test_notes_of_a_plain_http_install_say_it_is_unauthenticated() -> None:
+    result = run_helm(
+        "install", "demo", str(CHART), "--dry-run=client", "-n", "sched", "--set", "serving.plainHTTP=true"
+    )
+    assert result.returncode == 0, result.stderr
+    notes = result.stdout.split("NOTES:", 1)[1]
+    assert "services/http:demo-pyscheduler:http-metrics/proxy/metrics" in notes
+    assert "without authentication" in notes
+    assert "metrics-reader" not in notes
 
 
 @pytest.mark.parametrize(
@@ -333,3 +509,161 @@ def test_bad_values_are_refused_with_a_message_naming_the_field(
     with pytest.raises(RenderError) as refused:
         render(sets=sets)
     assert message in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("sets", "set_json", "namespace", "message"),
+    [
+        (
+            ["schedulerName=default-scheduler"],
+            [],
+            "pyscheduler",
+            'refusing schedulerName "default-scheduler": pods that name no scheduler would be '
+            "scheduled by both pyscheduler and kube-scheduler",
+        ),
+        (
+            [],
+            ['config.profiles=[{"schedulerName":"batch"},{"schedulerName":"default-scheduler"}]'],
+            "pyscheduler",
+            'refusing config.profiles[1].schedulerName "default-scheduler"',
+        ),
+        (
+            ["leaderElection.resourceName=kube-scheduler"],
+            [],
+            "kube-system",
+            "refusing the Lease kube-system/kube-scheduler",
+        ),
+        (
+            ["fullnameOverride=kube-scheduler"],
+            [],
+            "kube-system",
+            "it is kube-scheduler's own Lease, holding it would stop kube-scheduler",
+        ),
+    ],
+    ids=[
+        "the default profile named default-scheduler",
+        "another profile named default-scheduler",
+        "kube-scheduler's Lease by name",
+        "kube-scheduler's Lease through the release's full name",
+    ],
+)
+def test_acting_as_the_default_scheduler_is_refused_unless_allowed(
+    render, sets: list[str], set_json: list[str], namespace: str, message: str
+) -> None:
+    with pytest.raises(RenderError) as refused:
+        render(sets=sets, set_json=set_json, namespace=namespace)
+    assert message in str(refused.value)
+    assert "set allowDefaultSchedulerName=true only if this cluster runs no kube-scheduler" in str(
+        refused.value
+    )
+    allowed = render(sets=[*sets, "allowDefaultSchedulerName=true"], set_json=set_json, namespace=namespace)
+    assert container(allowed)["args"][-1] == "--allow-default-scheduler-name"
+    assert "--allow-default-scheduler-name" not in container(render())["args"]
+
+
+def test_the_kube_scheduler_lease_name_is_fine_elsewhere_or_without_leader_election(render) -> None:
+    lease = "leaderElection.resourceName=kube-scheduler"
+    assert pick(render(sets=[lease], namespace="platform"), "Lease")["metadata"]["name"] == "kube-scheduler"
+    objects = render(sets=[lease, "leaderElection.enabled=false", "replicas=1"], namespace="kube-system")
+    assert scheduler_config(objects)["leaderElection"]["leaderElect"] is False
+
+
+def timings(lease: str, renew: str, retry: str) -> list[str]:
+    return [
+        f"leaderElection.leaseDuration={lease}",
+        f"leaderElection.renewDeadline={renew}",
+        f"leaderElection.retryPeriod={retry}",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("sets", "message"),
+    [
+        (
+            timings("10s", "10s", "2s"),
+            "leaderElection.leaseDuration (10s) must be greater than leaderElection.renewDeadline (10s)",
+        ),
+        (
+            timings("1m30s", "1.5m", "2s"),
+            "leaderElection.leaseDuration (1m30s) must be greater than leaderElection.renewDeadline (1.5m)",
+        ),
+        (
+            timings("15s", "2.4s", "2s"),
+            "leaderElection.renewDeadline (2.4s) must be greater than 1.2 times "
+            "leaderElection.retryPeriod (2s)",
+        ),
+        (
+            timings("15s", "600ms", "500ms"),
+            "leaderElection.renewDeadline (600ms) must be greater than 1.2 times leaderElection.retryPeriod",
+        ),
+        (timings("15s", "10s", "0s"), "leaderElection.retryPeriod (0s) must be greater than zero"),
+    ],
+    ids=[
+        "lease equal to renew",
+        "lease equal to renew in other units",
+        "renew equal to 1.2 x retry",
+        "renew below 1.2 x retry in milliseconds",
+        "zero retry period",
+    ],
+)
+def test_leader_election_timings_are_checked_at_render_time(render, sets: list[str], message: str) -> None:
+    with pytest.raises(RenderError) as refused:
+        render(sets=sets)
+    assert message in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "sets",
+    [
+        timings("1m30s", "89999ms", "1m14.999s"),
+        timings("15s", "601ms", "500ms"),
+        timings("1.5h", "1h29m59.5s", "0.25h"),
+        timings("6s", "4s", "1s"),
+    ],
+    ids=["just below in mixed units", "just above 1.2 x retry", "fractional hours", "issue 13's timings"],
+)
+def test_leader_election_timings_just_inside_the_bounds_render(render, sets: list[str]) -> None:
+    election = scheduler_config(render(sets=sets))["leaderElection"]
+    assert [election[k] for k in ("leaseDuration", "renewDeadline", "retryPeriod")] == [
+        s.split("=", 1)[1] for s in sets
+    ]
+
+
+def test_timings_are_not_checked_without_leader_election(render) -> None:
+    objects = render(sets=["leaderElection.enabled=false", "replicas=1", *timings("1s", "2s", "3s")])
+    assert scheduler_config(objects)["leaderElection"]["leaderElect"] is False
+
+
+@pytest.mark.parametrize(
+    ("sets", "set_json", "message"),
+    [
+        (
+            [],
+            ['serving.alwaysAllowPaths=["/healthz","/livez"]'],
+            "serving.alwaysAllowPaths must include /readyz",
+        ),
+        (
+            ["serving.plainHTTP=true", "serving.tls.secretName=cert"],
+            [],
+            "serving.plainHTTP=true serves neither TLS nor authentication",
+        ),
+        (
+            ["serving.clientCA.secretName=a", "serving.clientCA.configMapName=b"],
+            [],
+            "serving.clientCA: set secretName or configMapName, not both",
+        ),
+        (["serving.tls.minVersion=VersionTLS10"], [], "/serving/tls/minVersion"),
+    ],
+    ids=["probes need open paths", "plain HTTP has no TLS", "one client CA source", "TLS 1.2 at least"],
+)
+def test_contradictory_serving_values_are_refused(
+    render, sets: list[str], set_json: list[str], message: str
+) -> None:
+    with pytest.raises(RenderError) as refused:
+        render(sets=sets, set_json=set_json)
+    assert message in str(refused.value)
+
+
+def test_a_prefix_pattern_keeps_the_probe_paths_open(render) -> None:
+    objects = render(set_json=['serving.alwaysAllowPaths=["/healthz*","/readyz*"]'])
+    assert "--authorization-always-allow-paths=/healthz*,/readyz*" in container(objects)["args"]

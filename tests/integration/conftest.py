@@ -12,6 +12,7 @@ import pytest
 
 from scheduler.app import SchedulerApp
 from scheduler.config import default_config
+from scheduler.serving.options import ServingOptions
 from scheduler.sim import SimCluster
 
 
@@ -40,6 +41,12 @@ def pod_manifest(
             **spec,
         },
     }
+
+
+def local_serving() -> ServingOptions:
+    """The scheduler's defaults (HTTPS, delegated authentication and authorization) on a free
+    loopback port."""
+    return ServingOptions(bind_address="127.0.0.1", port=0)
 
 
 async def eventually(predicate: Callable[[], Any], timeout: float = 15.0, interval: float = 0.05) -> Any:
@@ -86,7 +93,7 @@ async def start_scheduler(tmp_path):
         config.pod_initial_backoff_seconds = overrides.pop("initial_backoff", 0.2)
         config.pod_max_backoff_seconds = overrides.pop("max_backoff", 1.0)
         kubeconfig = cluster.write_kubeconfig(tmp_path / f"kubeconfig-{len(started)}")
-        app = SchedulerApp(config, kubeconfig=str(kubeconfig), bind_address="127.0.0.1", port=0, **overrides)
+        app = SchedulerApp(config, kubeconfig=str(kubeconfig), serving=local_serving(), **overrides)
         task = asyncio.create_task(app.run())
         started.append((app, task))
         await eventually(

@@ -17,7 +17,7 @@ from scheduler.app import SchedulerApp
 from scheduler.config import default_config
 from scheduler.sim import SimCluster
 
-from .conftest import eventually, node_of, pod_manifest
+from .conftest import eventually, local_serving, node_of, pod_manifest
 
 LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 2.0, 1.5, 0.3
 
@@ -49,7 +49,7 @@ async def replicas(sim, tmp_path):
             election.lease_duration, election.renew_deadline = LEASE_DURATION, RENEW_DEADLINE
             election.retry_period = RETRY_PERIOD
             app = SchedulerApp(
-                config, kubeconfig=str(kubeconfig), bind_address="127.0.0.1", port=0, identity=f"replica-{i}"
+                config, kubeconfig=str(kubeconfig), serving=local_serving(), identity=f"replica-{i}"
             )
             started.append((app, asyncio.create_task(app.run())))
         await eventually(lambda: lease_holder(sim))
@@ -110,14 +110,14 @@ async def test_readyz_waits_for_the_informers_and_metrics_move(sim, tmp_path):
     config = default_config()
     config.leader_election.leader_elect = False
     kubeconfig = sim.write_kubeconfig(tmp_path / "kubeconfig")
-    app = SchedulerApp(config, kubeconfig=str(kubeconfig), bind_address="127.0.0.1", port=0)
+    app = SchedulerApp(config, kubeconfig=str(kubeconfig), serving=local_serving())
     task = asyncio.create_task(app.run())
     try:
         await eventually(lambda: app.server is not None and app.server.port)
         async with aiohttp.ClientSession() as http:
 
             async def get(path: str) -> tuple[int, str]:
-                async with http.get(app.server.url + path) as response:
+                async with http.get(app.server.url + path, ssl=False) as response:
                     return response.status, await response.text()
 
             status, body = await get("/readyz?verbose")

@@ -10,7 +10,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from scheduler.metrics import SchedulerMetrics
-from scheduler.server import StatusServer
+from scheduler.serving import StatusServer
 
 
 class Flag:

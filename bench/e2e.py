@@ -1,0 +1,282 @@
+"""The real scheduler process end to end through the API: cost per pod, bind rate, memory.
+
+    python -m bench.e2e [--nodes 1000] [--pods 5000] [--live] [--qps 0] [--profile]
+
+The local endpoint runs in its own process (``pyscheduler sim-cluster --no-kubelet``, as on a real
+API server where no kubelet runs), so its CPU is not counted; ``--nodes`` nodes of 8 cpu / 32Gi.
+Without ``--live`` the ``--pods`` pods (100m / 128Mi) exist before the scheduler starts; with it
+they are created while it runs. Then ``pyscheduler run --plain-http`` starts and the script waits
+until every pod is bound. Printed:
+
+- start → all bound, and the bind rate from the first binding to the last;
+- CPU per bound pod: the scheduler process's user+sys CPU seconds from its start (imports, the
+  initial LIST and all) to the last binding, divided by the pods bound;
+- the scheduler's peak RSS;
+- with ``--profile``: where the CPU went, by component (the scheduler runs under cProfile).
+
+Figures are printed, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import pstats
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+import orjson
+
+NODE_TEMPLATE = """\
+nodeGroups:
+  - namePrefix: node-
+    count: {count}
+    capacity: {{cpu: "8", memory: 32Gi, pods: "110"}}
+"""
+CONFIG = """\
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection: {{kubeconfig: {kubeconfig}, qps: {qps}, burst: {burst}}}
+leaderElection: {{leaderElect: false}}
+"""
+# where a profile's time goes, by the file the function lives in (first match wins)
+COMPONENTS = (
+    ("decode", ("orjson", "scheduler/api/", "json/")),
+    ("informers", ("scheduler/client/informer.py", "scheduler/eventhandlers.py")),
+    ("cache & queue", ("scheduler/cache/", "scheduler/queue/")),
+    ("scheduling cycle", ("scheduler/schedule_one.py", "scheduler/runtime/", "scheduler/plugins/", "numpy")),
+    ("events & status", ("scheduler/client/events.py", "scheduler/client/statuswriter.py")),
+    ("HTTP client", ("aiohttp", "scheduler/client/rest.py", "kubernetes_asyncio", "yarl", "multidict")),
+    ("event loop", ("asyncio", "selectors")),
+    ("logging", ("logging",)),
+)
+
+
+@dataclass(slots=True)
+class Figures:
+    nodes: int
+    pods: int
+    bound: int
+    seconds_to_all_bound: float
+    bind_rate: float
+    cpu_per_pod_ms: float
+    peak_rss_mb: float
+    profile: str = ""
+
+    def describe(self) -> str:
+        lines = [
+            f"{self.nodes} nodes, {self.pods} pods: {self.bound} bound in {self.seconds_to_all_bound:.1f}s "
+            f"from the scheduler's start; {self.bind_rate:.0f} pods/s from the first binding to the last",
+            f"scheduler CPU per bound pod: {self.cpu_per_pod_ms:.2f} ms; peak RSS {self.peak_rss_mb:.0f} MB",
+        ]
+        if self.profile:
+            lines.append(self.profile)
+        return "\n".join(lines)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User+system CPU time of a process (and its reaped children: none here)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def peak_rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def pod(i: int) -> bytes:
+    return orjson.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"pod-{i:05d}", "labels": {"app": f"app-{i % 50}"}},
+            "spec": {
+                "schedulerName": "pyscheduler",
+                "containers": [
+                    {
+                        "name": "c",
+                        "image": "nginx",
+                        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+                    }
+                ],
+            },
+        }
+    )
+
+
+async def create_pods(session: aiohttp.ClientSession, url: str, start: int, stop: int) -> None:
+    path = f"{url}/api/v1/namespaces/bench/pods"
+    pending = iter(range(start, stop))
+
+    async def worker() -> None:
+        for i in pending:
+            async with session.post(path, data=pod(i), headers={"Content-Type": "application/json"}) as resp:
+                await resp.read()
+
+    await asyncio.gather(*(worker() for _ in range(16)))
+
+
+class BoundCounter:
+    """Watches pods and notes when each gets its node."""
+
+    def __init__(self) -> None:
+        self.bound: set[str] = set()
+        self.first: float | None = None
+        self.last: float | None = None
+
+    async def watch(self, session: aiohttp.ClientSession, url: str) -> None:
+        params = {"watch": "true", "resourceVersion": "0", "allowWatchBookmarks": "true"}
+        async with session.get(f"{url}/api/v1/namespaces/bench/pods", params=params, timeout=None) as resp:
+            async for line in resp.content:
+                event = orjson.loads(line)
+                obj = event.get("object") or {}
+                if (obj.get("spec") or {}).get("nodeName"):
+                    name = obj["metadata"]["name"]
+                    if name not in self.bound:
+                        now = time.monotonic()
+                        self.first = self.first or now
+                        self.last = now
+                        self.bound.add(name)
+
+
+async def run(nodes: int, pods: int, live: bool, qps: float, profile: bool) -> Figures:
+    with tempfile.TemporaryDirectory() as folder:
+        work = Path(folder)
+        (work / "nodes.yaml").write_text(NODE_TEMPLATE.format(count=nodes))
+        kubeconfig = work / "kubeconfig"
+        sim = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "scheduler",
+                "sim-cluster",
+                "--no-kubelet",
+                "--node-template",
+                str(work / "nodes.yaml"),
+                "--kubeconfig-out",
+                str(kubeconfig),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert sim.stdout is not None
+            url = sim.stdout.readline().split()[3]  # "sim-cluster listening on URL with N nodes"
+            sim.stdout.readline()  # the kubeconfig line
+            async with aiohttp.ClientSession() as session:
+                async with session.post(
+                    f"{url}/api/v1/namespaces", json={"metadata": {"name": "bench"}}
+                ) as resp:
+                    await resp.read()
+                if not live:
+                    await create_pods(session, url, 0, pods)
+                counter = BoundCounter()
+                watcher = asyncio.create_task(counter.watch(session, url))
+                figures = await _schedule(
+                    work, kubeconfig, nodes, pods, qps, profile, live, counter, session, url
+                )
+                watcher.cancel()
+                return figures
+        finally:
+            sim.send_signal(signal.SIGTERM)
+            sim.wait(10)
+
+
+async def _schedule(
+    work: Path,
+    kubeconfig: Path,
+    nodes: int,
+    pods: int,
+    qps: float,
+    profile: bool,
+    live: bool,
+    counter: BoundCounter,
+    session: aiohttp.ClientSession,
+    url: str,
+) -> Figures:
+    config = work / "config.yaml"
+    burst = int(qps * 2) if qps > 0 else 100_000
+    config.write_text(CONFIG.format(kubeconfig=kubeconfig, qps=qps if qps > 0 else -1, burst=burst))
+    command = [sys.executable]
+    if profile:
+        command += ["-m", "cProfile", "-o", str(work / "profile.out")]
+    command += ["-m", "scheduler", "run", "--config", str(config), "--plain-http", "--port", "0", "-v", "1"]
+    started = time.monotonic()
+    scheduler = subprocess.Popen(command, stderr=subprocess.DEVNULL)
+    try:
+        if live:
+            await create_pods(session, url, 0, pods)
+        while len(counter.bound) < pods:
+            if scheduler.poll() is not None:
+                raise RuntimeError(f"the scheduler exited with {scheduler.returncode}")
+            await asyncio.sleep(0.02)
+        cpu = cpu_seconds(scheduler.pid)
+        rss = peak_rss_mb(scheduler.pid)
+    finally:
+        scheduler.send_signal(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            scheduler.wait(30)
+    first, last = counter.first or started, counter.last or started
+    return Figures(
+        nodes=nodes,
+        pods=pods,
+        bound=len(counter.bound),
+        seconds_to_all_bound=last - started,
+        bind_rate=(len(counter.bound) - 1) / (last - first) if last > first else float("nan"),
+        cpu_per_pod_ms=cpu / max(len(counter.bound), 1) * 1000,
+        peak_rss_mb=rss,
+        profile=summarise(work / "profile.out") if profile else "",
+    )
+
+
+def summarise(path: Path, top: int = 12) -> str:
+    """CPU time by component (self time, by the file each function lives in), then the top functions."""
+    if not path.exists():
+        return "(no profile written)"
+    stats = pstats.Stats(str(path))
+    by_component: dict[str, float] = {}
+    total = 0.0
+    for (filename, _, _), (_, _, self_time, _, _) in stats.stats.items():  # type: ignore[attr-defined]
+        total += self_time
+        component = next(
+            (name for name, parts in COMPONENTS if any(part in filename for part in parts)), "other"
+        )
+        by_component[component] = by_component.get(component, 0.0) + self_time
+    lines = ["CPU by component (self time):"]
+    for name, seconds in sorted(by_component.items(), key=lambda item: -item[1]):
+        lines.append(f"  {name:18} {seconds:6.2f}s  {100 * seconds / total:5.1f}%")
+    ranked = sorted(stats.stats.items(), key=lambda item: -item[1][2])[:top]  # type: ignore[attr-defined]
+    lines.append("top functions (self time):")
+    for (filename, line, function), (_, _, self_time, _, _) in ranked:
+        lines.append(f"  {self_time:6.2f}s  {function} ({Path(filename).name}:{line})")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.e2e", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--pods", type=int, default=5000)
+    parser.add_argument("--live", action="store_true", help="create the pods while the scheduler runs")
+    parser.add_argument("--qps", type=float, default=0, help="client QPS (0: unlimited; burst = 2 x qps)")
+    parser.add_argument("--profile", action="store_true", help="run the scheduler under cProfile")
+    args = parser.parse_args(argv)
+    figures = asyncio.run(run(args.nodes, args.pods, args.live, args.qps, args.profile))
+    print(figures.describe())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
