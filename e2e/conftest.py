@@ -4,20 +4,26 @@ Two modes: ``--scheduler=chart`` (default) installs helm/pyscheduler with ``--im
 uninstalls it afterwards; ``--scheduler=external`` tests a scheduler that is already running
 (for instance ``pyscheduler run`` on a laptop), reached at ``--metrics-url``. Every test skips
 with the reason when no cluster answers.
+
+The scheduler serves HTTPS with delegated authorization: the probes are open to anyone, /metrics
+needs a token whose user may ``get`` it. In chart mode the suite binds the chart's
+metrics-reader ClusterRole to a service account of its own (``rbac.metricsReader``) and reads
+/metrics with that account's token through a port-forward (the API server's pod proxy does not
+pass the caller's token on); the probes go through the pod proxy, anonymous like the kubelet's.
 """
 
 from __future__ import annotations
 
 import os
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-from kube import ROOT, CommandFailed, Kubectl, find_tool, run, unique, wait_for
+from kube import ROOT, CommandFailed, Kubectl, find_tool, https_get, run, unique, wait_for
 
 CHART = ROOT / "helm" / "pyscheduler"
 PORT = 10251
+METRICS_READER = "pyscheduler-e2e-metrics"  # chart mode: the service account bound to metrics-reader
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -33,7 +39,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--release", default="pyscheduler-e2e", help="chart mode: Helm release name")
     group.addoption("--install-namespace", default="pyscheduler-e2e", help="chart mode: release namespace")
     group.addoption(
-        "--metrics-url", default=f"http://127.0.0.1:{PORT}", help="external mode: scheduler HTTP server"
+        "--metrics-url",
+        default=f"https://127.0.0.1:{PORT}",
+        help="external mode: the scheduler's server (http://... if it runs with --plain-http)",
+    )
+    group.addoption(
+        "--metrics-token",
+        default=os.environ.get("PYSCHEDULER_METRICS_TOKEN", ""),
+        help="external mode: a bearer token allowed to get /metrics (default: $PYSCHEDULER_METRICS_TOKEN)",
     )
     group.addoption("--pod-image", default="registry.k8s.io/pause:3.10", help="image of the test workloads")
     group.addoption(
@@ -54,15 +67,24 @@ class Scheduler:
     namespace: str = ""
     release: str = ""
     url: str = ""
+    token: str = ""  # a bearer token allowed to get /metrics ("" when none is known)
 
     @property
     def installed(self) -> bool:
         return self.mode == "chart"
 
     @property
-    def lease(self) -> str:
-        """The chart's Lease: the release's full name (the chart's naming rule)."""
+    def fullname(self) -> str:
+        """The release's full name (the chart's naming rule): its Lease and service account."""
         return self.release if "pyscheduler" in self.release else f"{self.release}-pyscheduler"
+
+    @property
+    def lease(self) -> str:
+        return self.fullname
+
+    @property
+    def plain_http(self) -> bool:
+        return not self.installed and self.url.startswith("http://")
 
     def pods(self) -> list[dict]:
         selector = f"app.kubernetes.io/instance={self.release},app.kubernetes.io/name=pyscheduler"
@@ -75,20 +97,32 @@ class Scheduler:
         names = [p["metadata"]["name"] for p in self.pods() if not p["metadata"].get("deletionTimestamp")]
         return next((n for n in names if holder == n or holder.startswith(f"{n}_")), None)
 
-    def get(self, path: str, pod: str | None = None) -> str:
-        """GET on the scheduler's HTTP server: directly, or through the API server's pod proxy."""
+    def some_pod(self) -> str:
+        return self.leader() or self.pods()[0]["metadata"]["name"]
+
+    def get_anonymous(self, path: str, pod: str | None = None) -> str:
+        """GET without credentials, as the kubelet probes: in chart mode through the API server's
+        pod proxy (HTTPS to the pod, which drops the caller's own credentials)."""
         if not self.installed:
-            with urllib.request.urlopen(self.url.rstrip("/") + path, timeout=10) as response:
-                return response.read().decode()
-        pod = pod or self.leader() or self.pods()[0]["metadata"]["name"]
-        return self.kubectl.raw(f"/api/v1/namespaces/{self.namespace}/pods/{pod}:{PORT}/proxy{path}")
+            return https_get(self.url.rstrip("/") + path)
+        pod = pod or self.some_pod()
+        return self.kubectl.raw(f"/api/v1/namespaces/{self.namespace}/pods/https:{pod}:{PORT}/proxy{path}")
+
+    def get(self, path: str, token: str | None = None, pod: str | None = None) -> str:
+        """GET with a bearer token (the metrics reader's by default): in chart mode over a
+        port-forward to the pod. Raises urllib.error.HTTPError on 401/403."""
+        token = self.token if token is None else token
+        if not self.installed:
+            return https_get(self.url.rstrip("/") + path, token)
+        with self.kubectl.port_forward(self.namespace, f"pod/{pod or self.some_pod()}", PORT) as local:
+            return https_get(f"https://127.0.0.1:{local}{path}", token)
 
 
 @pytest.fixture(scope="session")
 def kubectl() -> Kubectl:
     binary = find_tool("kubectl")
     if binary is None:
-        pytest.skip("kubectl not found in .tools/bin or on PATH (run `make tools`)")
+        pytest.skip("kubectl not found in the virtualenv or on PATH (run `make install`)")
     kubectl = Kubectl(binary)
     try:
         kubectl("version", "--request-timeout=5s")
@@ -102,7 +136,8 @@ def kubectl() -> Kubectl:
 def scheduler(request: pytest.FixtureRequest, kubectl: Kubectl) -> Iterator[Scheduler]:
     option = request.config.getoption
     if option("--scheduler") == "external":
-        yield Scheduler(kubectl, "external", option("--scheduler-name"), url=option("--metrics-url"))
+        url, token = option("--metrics-url"), option("--metrics-token")
+        yield Scheduler(kubectl, "external", option("--scheduler-name"), url=url, token=token)
         return
     helm = find_tool("helm")
     if helm is None:
@@ -110,8 +145,10 @@ def scheduler(request: pytest.FixtureRequest, kubectl: Kubectl) -> Iterator[Sche
     sched = Scheduler(
         kubectl, "chart", option("--scheduler-name"), option("--install-namespace"), option("--release")
     )
-    install_chart(helm, sched, option("--image"))
+    readers = f'rbac.metricsReader.serviceAccounts=[{{"name": "{METRICS_READER}"}}]'
+    install_chart(helm, sched, option("--image"), "--set-json", readers)
     wait_for("a scheduler replica to take the Lease", sched.leader, timeout=120)
+    sched.token = service_account_token(kubectl, sched.namespace, METRICS_READER)
     yield sched
     if not option("--keep"):
         uninstall_chart(helm, sched)
@@ -130,6 +167,14 @@ def install_chart(helm: str, sched: Scheduler, image: str, *extra: str) -> None:
         ],
         timeout=330,
     )  # fmt: skip
+
+
+def service_account_token(kubectl: Kubectl, namespace: str, name: str) -> str:
+    """A short-lived token of the service account ``name``, created first if need be."""
+    kubectl.apply(
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": namespace}}
+    )
+    return kubectl("create", "token", name, "-n", namespace, "--duration=1h").strip()
 
 
 def uninstall_chart(helm: str, sched: Scheduler) -> None:

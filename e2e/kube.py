@@ -8,11 +8,17 @@ hide itself.
 from __future__ import annotations
 
 import json
+import re
+import selectors
 import shutil
+import ssl
 import subprocess
+import sys
 import time
+import urllib.request
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -22,8 +28,11 @@ T = TypeVar("T")
 
 
 def find_tool(name: str) -> str | None:
-    local = ROOT / ".tools" / "bin" / name
-    return str(local) if local.is_file() else shutil.which(name)
+    """The virtualenv's copy first (kubectl v1.36 from the `dev` extra), then .tools/bin, then PATH."""
+    for folder in (Path(sys.executable).parent, ROOT / ".tools" / "bin"):
+        if (folder / name).is_file():
+            return str(folder / name)
+    return shutil.which(name)
 
 
 class CommandFailed(Exception):
@@ -64,6 +73,21 @@ class Kubectl:
         """The node a pod is bound to, or None while it is pending."""
         return self.json("get", "pod", pod, "-n", namespace)["spec"].get("nodeName")
 
+    @contextmanager
+    def port_forward(self, namespace: str, target: str, port: int, timeout: float = 30) -> Iterator[int]:
+        """``kubectl port-forward`` to ``target`` (``pod/NAME``); yields the local port on 127.0.0.1."""
+        argv = [self.binary, "port-forward", "-n", namespace, "--address", "127.0.0.1", target, f":{port}"]
+        process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            yield _forwarded_port(argv, process, timeout)
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
     def get_or_none(self, kind: str, name: str, namespace: str) -> Any:
         try:
             return self.json("get", kind, name, "-n", namespace)
@@ -71,6 +95,36 @@ class Kubectl:
             if "NotFound" in error.output or "not found" in error.output:
                 return None
             raise
+
+
+def _forwarded_port(argv: list[str], process: subprocess.Popen[str], timeout: float) -> int:
+    """The local port from kubectl's ``Forwarding from 127.0.0.1:PORT -> ...`` line."""
+    assert process.stdout is not None and process.stderr is not None
+    deadline = time.monotonic() + timeout
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ)
+        while (left := deadline - time.monotonic()) > 0:
+            if not selector.select(left):
+                break
+            line = process.stdout.readline()
+            if not line:  # kubectl exited: say why
+                raise CommandFailed(argv, process.stderr.read().strip() or "port-forward exited")
+            found = re.search(r"127\.0\.0\.1:(\d+) ->", line)
+            if found:
+                return int(found[1])
+    raise CommandFailed(argv, f"no forwarded port announced within {timeout:.0f}s")
+
+
+def https_get(url: str, token: str = "", timeout: float = 10) -> str:
+    """GET ``url`` with an optional bearer token. The certificate is not verified: the scheduler's
+    is self-signed by default. Raises urllib.error.HTTPError on 4xx/5xx."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    request = urllib.request.Request(url, headers=headers)
+    with urllib.request.urlopen(request, timeout=timeout, context=context) as response:
+        return response.read().decode()
 
 
 def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 90, interval: float = 1) -> T:
