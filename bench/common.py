@@ -17,16 +17,19 @@ from typing import Any
 
 from scheduler.api import Node, Pod
 from scheduler.app import available_plugins
-from scheduler.cache import Cache
+from scheduler.build import DiscardEvents, DiscardStatus, build_scheduler
 from scheduler.config import default_config
 from scheduler.framework import CycleState, Status
 from scheduler.plugins.registry import in_tree_registry
-from scheduler.queue import ProfilesPolicy, SchedulingQueue
-from scheduler.runtime import Framework
-from scheduler.runtime.handle import FrameworkHandle
-from scheduler.schedule_one import Scheduler
 
 ZONES = ("zone-a", "zone-b", "zone-c")
+
+
+class NoApi:
+    """The benchmarks run without an API server: the binder works in memory."""
+
+    async def request(self, method: str, path: str, body: Any = None, **_: Any) -> Any:
+        raise RuntimeError(f"no API server in the benchmark ({method} {path})")
 
 
 class InMemoryBinder:
@@ -85,23 +88,6 @@ def make_pod(
     )
 
 
-class NoEvents:
-    """Events go nowhere: the figures are the decisions' own."""
-
-    def record(self, *args: Any) -> None:
-        pass
-
-
-class NoStatus:
-    """Pod status writes go nowhere."""
-
-    def submit(self, *args: Any) -> None:
-        pass
-
-    async def write_now(self, *args: Any) -> None:
-        pass
-
-
 @dataclass(slots=True)
 class Result:
     nodes: int
@@ -130,22 +116,19 @@ class Harness:
         registry["DefaultBinder"] = InMemoryBinder
         available_plugins(config, registry)
         self.num_nodes = num_nodes
-        self.cache = Cache()
-        for i in range(num_nodes):
-            self.cache.add_node(node_factory(i))
-        handle = FrameworkHandle("pyscheduler", None, self.cache.snapshot, lambda *a: None)  # type: ignore[arg-type]
-        fwk = Framework(config.profiles[0], registry, handle)
-        self.queue = SchedulingQueue(sort_key=fwk.sort_key, policy=ProfilesPolicy({"pyscheduler": fwk}))
         self._pods: dict[str, Pod] = {}
-
-        self.scheduler = Scheduler(
-            cache=self.cache,
-            queue=self.queue,
-            frameworks={"pyscheduler": fwk},
-            events=NoEvents(),
-            status=NoStatus(),
+        parts = build_scheduler(
+            config,
+            registry,
+            NoApi(),
+            events=DiscardEvents(),
+            status=DiscardStatus(),
             current_pod=lambda pod: self._pods.get(pod.uid),
         )
+        self.cache, self.queue, self.scheduler = parts.cache, parts.queue, parts.scheduler
+        self.framework = parts.frameworks["pyscheduler"]
+        for i in range(num_nodes):
+            self.cache.add_node(node_factory(i))
 
     def place(self, pods: Iterable[Pod]) -> None:
         """Existing pods, bound already (``nodeName`` set): straight into the cache."""

@@ -20,25 +20,23 @@ import statistics
 import time
 from typing import Any
 
-from bench.common import InMemoryBinder, NoEvents, NoStatus, make_node, make_pod
+from bench.common import InMemoryBinder, make_node, make_pod
 from scheduler.api import Pod
 from scheduler.app import available_plugins
+from scheduler.build import DiscardEvents, DiscardStatus, build_scheduler
 from scheduler.cache import Cache
 from scheduler.config import default_config
 from scheduler.eventhandlers import ASSIGNED_POD_DELETE
 from scheduler.framework import ApiResponse
 from scheduler.plugins.registry import in_tree_registry
-from scheduler.queue import ProfilesPolicy, SchedulingQueue
-from scheduler.runtime import Framework
-from scheduler.runtime.handle import FrameworkHandle
-from scheduler.schedule_one import Scheduler
+from scheduler.queue import SchedulingQueue
 
 
 class InMemoryApi:
     """Answers the preemption's PATCH and DELETE calls; a DELETE removes the pod from the cache."""
 
-    def __init__(self, cache: Cache) -> None:
-        self.cache = cache
+    def __init__(self) -> None:
+        self.cache: Cache | None = None
         self.queue: SchedulingQueue | None = None
         self.pods: dict[str, Pod] = {}
         self.deleted = 0
@@ -46,7 +44,7 @@ class InMemoryApi:
     async def request(self, method: str, path: str, body: Any = None, **_: Any) -> ApiResponse:
         if method == "DELETE":
             pod = self.pods.pop(path.rsplit("/", 1)[1], None)
-            if pod is None:
+            if pod is None or self.cache is None:
                 return ApiResponse(404, {"kind": "Status", "reason": "NotFound"})
             self.cache.remove_pod(pod)
             if self.queue is not None:
@@ -73,8 +71,20 @@ async def run(num_nodes: int, num_pods: int, per_node: int, protected: float = 0
     registry = in_tree_registry()
     registry["DefaultBinder"] = InMemoryBinder
     available_plugins(config, registry)
-    cache = Cache()
-    api = InMemoryApi(cache)
+    api = InMemoryApi()
+    pending: dict[str, Pod] = {}
+    parts = build_scheduler(
+        config,
+        registry,
+        api,
+        events=DiscardEvents(),
+        status=DiscardStatus(),
+        current_pod=lambda pod: pending.get(pod.uid),
+        listers={"poddisruptionbudgets": _Empty(), "pods": _Empty()},  # type: ignore[dict-item]
+    )
+    cache, queue, scheduler = parts.cache, parts.queue, parts.scheduler
+    api.cache, api.queue = cache, queue
+    fwk = parts.frameworks["pyscheduler"]
     for i in range(num_nodes):
         node = make_node(i)
         cache.add_node(node)
@@ -90,28 +100,6 @@ async def run(num_nodes: int, num_pods: int, per_node: int, protected: float = 0
             )
             cache.add_pod(pod)
             api.pods[pod.name] = pod
-    queue_ref: dict[str, SchedulingQueue] = {}
-    handle = FrameworkHandle(
-        "pyscheduler",
-        api,
-        cache.snapshot,
-        lambda *a: None,
-        lambda node: queue_ref["q"].nominated_pods_for_node(node),
-        {"poddisruptionbudgets": _Empty(), "pods": _Empty()},  # type: ignore[dict-item]
-    )
-    fwk = Framework(config.profiles[0], registry, handle)
-    queue = SchedulingQueue(sort_key=fwk.sort_key, policy=ProfilesPolicy({"pyscheduler": fwk}))
-    queue_ref["q"] = api.queue = queue
-    pending: dict[str, Pod] = {}
-
-    scheduler = Scheduler(
-        cache=cache,
-        queue=queue,
-        frameworks={"pyscheduler": fwk},
-        events=NoEvents(),
-        status=NoStatus(),
-        current_pod=lambda pod: pending.get(pod.uid),
-    )
     preemption = fwk.plugins["DefaultPreemption"]
     preemptors = [
         make_pod(f"urgent-{i:04d}", {"app": "urgent"}, cpu="2", memory="1Gi", priority=1000)

@@ -20,7 +20,7 @@ from typing import Any
 from scheduler import __version__, logs
 from scheduler.api import Node, Pod
 from scheduler.api.kinds import decoder_for
-from scheduler.cache import Cache
+from scheduler.build import DiscardEvents, DiscardStatus, build_scheduler
 from scheduler.client.config import ClientConfigError, load_client_config
 from scheduler.client.events import EventRecorder
 from scheduler.client.informer import Informer, InformerGroup
@@ -49,9 +49,7 @@ from scheduler.framework.interface import (
 from scheduler.leaderelection import LeaderElector, LeadershipLost, default_identity
 from scheduler.metrics import SchedulerMetrics
 from scheduler.plugins.registry import in_tree_registry
-from scheduler.queue import ProfilesPolicy, SchedulingQueue
-from scheduler.runtime import Framework, FrameworkError
-from scheduler.runtime.handle import FrameworkHandle
+from scheduler.runtime import FrameworkError
 from scheduler.schedule_one import Scheduler
 from scheduler.serving import DelegatedAuth, ServingCertificate, StatusServer, TLSConfigError
 from scheduler.serving import options as serving_options
@@ -193,11 +191,17 @@ def available_plugins(config: SchedulerConfiguration, registry: Mapping[str, Plu
 
 
 def check_profiles(config: SchedulerConfiguration, registry: Mapping[str, PluginFactory]) -> None:
-    """Build every profile once against a dummy handle so a bad plugin set fails before start-up."""
+    """Build every profile once, offline, so a bad plugin set or args fail before start-up
+    (FrameworkError naming the profile and plugin)."""
     available_plugins(config, registry)
-    handle = FrameworkHandle("check", client=None, snapshot=lambda: None, record_event=lambda *a: None)  # type: ignore[arg-type]
-    for profile in config.profiles:
-        Framework(profile, registry, handle)
+    build_scheduler(
+        config,
+        registry,
+        _Offline(),
+        events=DiscardEvents(),
+        status=DiscardStatus(),
+        current_pod=lambda pod: None,
+    )
 
 
 class SchedulerApp:
@@ -244,34 +248,19 @@ class SchedulerApp:
         }
         self.status_writer = PodStatusWriter(self.client, self._status_of, outage=self.outage)
         self.recorder = _ProfileEvents(self.recorders)
-        self.cache = Cache(metrics=self.metrics)
-        self.frameworks: dict[str, Framework] = {}
         listers: dict[str, Any] = {}
-        for profile in self.config.profiles:
-            handle = FrameworkHandle(
-                profile.scheduler_name,
-                self.client,
-                self.cache.snapshot,
-                self.recorders[profile.scheduler_name].record,
-                lambda node: self.queue.nominated_pods_for_node(node),
-                listers,
-                metrics=self.metrics,
-                activate=lambda pods: self.queue.activate(pods),
-            )
-            self.frameworks[profile.scheduler_name] = Framework(
-                profile,
-                self.registry,
-                handle,
-                percentage_of_nodes_to_score=self.config.percentage_of_nodes_to_score,
-            )
-        first = self.frameworks[names[0]]
-        self.queue = SchedulingQueue(
-            sort_key=first.sort_key,
-            policy=ProfilesPolicy(self.frameworks),
-            initial_backoff=self.config.pod_initial_backoff_seconds,
-            max_backoff=self.config.pod_max_backoff_seconds,
+        parts = build_scheduler(
+            self.config,
+            self.registry,
+            self.client,
+            events=self.recorder,
+            status=self.status_writer,
+            current_pod=self._current_pod,
+            listers=listers,
             metrics=self.metrics,
         )
+        self.cache, self.queue, self.frameworks = parts.cache, parts.queue, parts.frameworks
+        self.scheduler = parts.scheduler
         pod_events = PodEvents(self.cache, self.queue, names, self._reject_waiting)
         self.malformed_pods = MalformedPods(names, self.queue, self.recorder, self.status_writer)
         self.pod_informer = Informer(
@@ -303,15 +292,6 @@ class SchedulerApp:
             )
         listers.update({informer.name: informer.store for informer in informers})
         self.informers = InformerGroup(informers)
-        self.scheduler = Scheduler(
-            cache=self.cache,
-            queue=self.queue,
-            frameworks=self.frameworks,
-            events=self.recorder,
-            status=self.status_writer,
-            current_pod=self._current_pod,
-            metrics=self.metrics,
-        )
         lease = self.config.leader_election
         if lease.leader_elect:
             namespace = lease.resource_namespace or _own_namespace()
@@ -508,6 +488,13 @@ class _ProfileEvents:
     def record(self, obj: Any, event_type: str, reason: str, action: str, note: str) -> None:
         name = getattr(obj, "scheduler_name", "")
         self.recorders.get(name, self._first).record(obj, event_type, reason, action, note)
+
+
+class _Offline:
+    """The API client of the offline profile check: no plugin may call the API while being built."""
+
+    async def request(self, method: str, path: str, body: Any = None, **_: Any) -> Any:
+        raise RuntimeError("no API calls while the profiles are checked")
 
 
 class _Ignore:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -23,6 +24,8 @@ from scheduler.framework import (
     Code,
     CycleState,
     Diagnosis,
+    NodeLister,
+    NodeTable,
     PostFilterResult,
     PreFilterResult,
     QueuedPodInfo,
@@ -30,7 +33,7 @@ from scheduler.framework import (
 )
 from scheduler.framework.interface import ASSIGNED_POD, ClusterEvent
 from scheduler.framework.messages import fit_error_message
-from scheduler.runtime import CycleError, Framework
+from scheduler.runtime import Framework
 from scheduler.runtime.framework import nominated_pods_to_respect
 
 log = logging.getLogger(__name__)
@@ -55,6 +58,69 @@ class StatusSink(Protocol):
     def submit(self, pod: Pod, condition: dict[str, Any] | None, nominated: str | None) -> None: ...
 
     async def write_now(self, pod: Pod, condition: dict[str, Any] | None, nominated: str | None) -> None: ...
+
+
+# Upstream's numFeasibleNodesToFind: at least this many feasible nodes are looked for...
+MIN_FEASIBLE_NODES_TO_FIND = 100
+# ...and, with the adaptive percentage (50% minus 1% per 125 nodes), at least this share.
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+# The search filters candidates in chunks of at least this many nodes.
+MIN_FILTER_CHUNK = 256
+
+
+def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:
+    """How many feasible nodes are enough (percentageOfNodesToScore; 0 or None: adaptive)."""
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all_nodes
+    if not percentage:
+        percentage = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    return max(num_all_nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+@dataclass(slots=True)
+class Rejections:
+    """Which candidate slots were rejected, and with which status (indexes into ``statuses``)."""
+
+    slots: list[np.ndarray] = field(default_factory=list)
+    status_ids: list[np.ndarray] = field(default_factory=list)
+    statuses: list[Status] = field(default_factory=list)
+
+    def add(self, slots: np.ndarray, status_ids: np.ndarray, statuses: Sequence[Status], plugin: str) -> None:
+        base = len(self.statuses)
+        self.statuses.extend(s.with_plugin(plugin) for s in statuses)
+        self.slots.append(slots)
+        self.status_ids.append(status_ids.astype(np.int64) + base)
+
+    def add_one(self, slot: int, status: Status) -> None:
+        self.add(np.array([slot]), np.zeros(1, dtype=np.int64), [status], status.plugin)
+
+    def count(self) -> int:
+        return sum(len(s) for s in self.slots)
+
+    def to_diagnosis(self, table: NodeTable) -> Diagnosis:
+        diagnosis = Diagnosis()
+        infos, statuses = table.infos, self.statuses
+        node_to_status = diagnosis.node_to_status
+        for slots, ids in zip(self.slots, self.status_ids, strict=True):
+            # runs for every unschedulable pod over every node: plain loops, no per-item calls
+            for slot, status_id in zip(slots.tolist(), ids.tolist(), strict=True):
+                node_to_status[infos[slot].node.name] = statuses[status_id]  # type: ignore[union-attr]
+        for status in self.statuses:
+            if status.code == Code.PENDING:
+                diagnosis.pending_plugins.add(status.plugin)
+            else:
+                diagnosis.unschedulable_plugins.add(status.plugin)
+        return diagnosis
+
+
+@dataclass(slots=True)
+class Search:
+    """The outcome of one search for feasible nodes."""
+
+    feasible: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    rejections: Rejections = field(default_factory=Rejections)
+    processed: int = 0  # candidates looked at (where the next search starts)
+    error: Status | None = None
 
 
 @dataclass(slots=True)
@@ -89,6 +155,7 @@ class Scheduler:
         current_pod: Callable[[Pod], Pod | None],
         metrics: Any = None,
         max_inflight_bindings: int = 256,
+        rng: random.Random | None = None,
     ) -> None:
         self.cache = cache
         self.queue = queue
@@ -99,6 +166,9 @@ class Scheduler:
         self.metrics = metrics
         self._binding_slots = asyncio.Semaphore(max_inflight_bindings)
         self._bindings: set[asyncio.Task[None]] = set()
+        self._rng = rng or random.Random()
+        # where the next search for feasible nodes starts, so every node gets its turn
+        self._next_start_index = 0
 
     # ------------------------------------------------------------------ loop
 
@@ -154,10 +224,9 @@ class Scheduler:
         state = CycleState()
         state.record_plugin_metrics = self.metrics is not None and self.metrics.should_sample_plugins()
         cycle = self.queue.scheduling_cycle()
-        try:
-            result = self._schedule_pod(fwk, state, pod)
-        except CycleError as exc:
-            self._fail(fwk, info, exc.status, None, None, start, cycle)
+        result = self._schedule_pod(fwk, state, pod)
+        if isinstance(result, Status):
+            self._fail(fwk, info, result, None, CLEAR_NOMINATION, start, cycle)
             return False
         if isinstance(result, FitError):
             # without PostFilter plugins nothing can nominate the pod: a nomination is void
@@ -222,14 +291,17 @@ class Scheduler:
         if not task.cancelled() and task.exception() is not None:
             log.error("binding task failed", exc_info=task.exception())
 
-    def _schedule_pod(self, fwk: Framework, state: CycleState, pod: Pod) -> ScheduleResult | FitError:
+    def _schedule_pod(
+        self, fwk: Framework, state: CycleState, pod: Pod
+    ) -> ScheduleResult | FitError | Status:
+        """Upstream's schedulePod: a host, a FitError (no node fits), or an Error status."""
         snapshot = self.cache.snapshot()
         num_nodes = len(snapshot)
         if num_nodes == 0:
-            raise CycleError(Status.unresolvable("no nodes available to schedule pods"))
+            return Status.unresolvable("no nodes available to schedule pods")
         pre_result, status, plugins = fwk.run_pre_filter(state, pod, snapshot)
         if status is not None and not status.is_rejected:
-            raise CycleError(status)
+            return status
         if status is not None:
             diagnosis = Diagnosis(
                 absent_nodes_status=status, pre_filter_msg=status.message(), unschedulable_plugins=plugins
@@ -245,7 +317,7 @@ class Scheduler:
                 return chosen
 
         order = snapshot.order
-        start_index = fwk.next_start_index(num_nodes)
+        start_index = self._next_start_index % num_nodes
         candidates = np.concatenate((order[start_index:], order[:start_index])) if start_index else order
         absent_status = None
         if pre_result is not None and pre_result.node_names is not None:
@@ -256,8 +328,12 @@ class Scheduler:
                 f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(plugins))}]"
             )
 
-        feasible, rejections, processed = fwk.find_feasible(state, pod, snapshot, candidates, nominated)
-        fwk.advance_start_index(processed, num_nodes)
+        search = find_nodes_that_pass_filters(fwk, state, pod, snapshot, candidates, nominated)
+        # one start index for the whole scheduler, moved on even after an error (as upstream)
+        self._next_start_index = (self._next_start_index + search.processed) % num_nodes
+        if search.error is not None:
+            return search.error
+        feasible, rejections = search.feasible, search.rejections
         if len(feasible) == 0:
             diagnosis = rejections.to_diagnosis(snapshot.table)
             diagnosis.absent_nodes_status = absent_status
@@ -267,16 +343,18 @@ class Scheduler:
         table = snapshot.table
         if len(feasible) == 1:
             return ScheduleResult(table.info(int(feasible[0])).name, evaluated, 1)
-        totals = fwk.run_scoring(state, pod, table, feasible)
-        chosen = int(feasible[fwk.select_host(totals)])
+        totals, status = fwk.run_scoring(state, pod, table, feasible)
+        if status is not None:
+            return status
+        chosen = int(feasible[select_host(totals, self._rng)])
         return ScheduleResult(table.info(chosen).name, evaluated, len(feasible))
 
-    @staticmethod
     def _evaluate_nominated_node(
+        self,
         fwk: Framework,
         state: CycleState,
         pod: Pod,
-        snapshot: Any,
+        snapshot: NodeLister,
         pre_result: PreFilterResult | None,
         nominated: Mapping[str, list[Pod]],
     ) -> ScheduleResult | None:
@@ -288,8 +366,8 @@ class Scheduler:
             return None
         if pre_result is not None and pre_result.node_names is not None and name not in pre_result.node_names:
             return None
-        feasible, _, _ = fwk.find_feasible(state, pod, snapshot, np.array([info.slot]), nominated)
-        return ScheduleResult(name, 1, 1) if len(feasible) else None
+        search = find_nodes_that_pass_filters(fwk, state, pod, snapshot, np.array([info.slot]), nominated)
+        return ScheduleResult(name, 1, 1) if len(search.feasible) else None
 
     @staticmethod
     def _single_node_fit_error(node_name: str, status: Status) -> FitError:
@@ -448,3 +526,140 @@ def _condition_unchanged(pod: Pod, condition: Mapping[str, Any]) -> bool:
     return existing is not None and all(
         existing.get(k) == condition[k] for k in ("status", "reason", "message")
     )
+
+
+# ---------------------------------------------------------------------- the search for nodes
+
+
+def find_nodes_that_pass_filters(
+    fwk: Framework,
+    state: CycleState,
+    pod: Pod,
+    snapshot: NodeLister,
+    candidates: np.ndarray,
+    nominated: Mapping[str, Sequence[Pod]],
+) -> Search:
+    """Feasible slots among ``candidates`` (in their order), stopping once enough are found.
+
+    Candidates are taken in chunks (twice the number to find, then doubling), so a mostly
+    empty cluster never pays for filtering every node. In each chunk the batch filters run
+    over all its slots at once, then the other filters node by node. Nodes that hold
+    nominated pods ``pod`` must leave room for skip the batch filters, which cannot see such
+    pods, and run every filter per node with them added.
+    """
+    started = time.perf_counter()
+    table = snapshot.table
+    search = Search()
+    num_to_find = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score, len(candidates))
+    if not fwk.score_plugins:
+        num_to_find = min(1, len(candidates))
+    batch_plugins, per_node = fwk.filter_plugins_in_play(state)
+    every_filter = [*batch_plugins, *per_node]
+    held = {info.slot for name, pods in nominated.items() if pods and (info := snapshot.get(name))}
+    is_held = np.isin(candidates, np.fromiter(held, dtype=np.int64, count=len(held))) if held else None
+    positions = np.arange(len(candidates))
+    found: list[np.ndarray] = []
+    count = 0
+    search.processed = len(candidates)
+    start, size = 0, max(2 * num_to_find, MIN_FILTER_CHUNK)
+    while start < len(candidates) and count < num_to_find:
+        stop = min(start + size, len(candidates))
+        alive, pos = candidates[start:stop], positions[start:stop]
+        held_here: list[tuple[int, int]] = []
+        if is_held is not None:
+            mask = is_held[start:stop]
+            held_here = list(zip(pos[mask].tolist(), alive[mask].tolist(), strict=True))
+            alive, pos = alive[~mask], pos[~mask]
+        for plugin in batch_plugins:
+            if alive.size == 0:
+                break
+            verdict = fwk.run_batch_filter(plugin, state, pod, table, alive)
+            if isinstance(verdict, Status):
+                search.error = verdict
+                break
+            if verdict is None or not verdict.rejected.any():
+                continue
+            rejected = verdict.rejected
+            search.rejections.add(
+                alive[rejected], verdict.status_ids[rejected], verdict.statuses, plugin.name
+            )
+            keep = ~rejected
+            alive, pos = alive[keep], pos[keep]
+        if search.error is not None:
+            break
+        if not per_node and not held_here:
+            taken = alive[: num_to_find - count]
+            found.append(taken)
+            count += len(taken)
+            if count >= num_to_find and len(taken):
+                search.processed = int(pos[len(taken) - 1]) + 1
+        else:
+            count += _filter_one_by_one(
+                fwk,
+                state,
+                pod,
+                table,
+                alive,
+                pos,
+                held_here,
+                nominated,
+                per_node,
+                every_filter,
+                num_to_find - count,
+                found,
+                search,
+            )
+            if search.error is not None:
+                break
+        start, size = stop, size * 2
+    search.feasible = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+    fwk.observe_extension_point("Filter", search.error, started)
+    return search
+
+
+def _filter_one_by_one(
+    fwk: Framework,
+    state: CycleState,
+    pod: Pod,
+    table: NodeTable,
+    alive: np.ndarray,
+    pos: np.ndarray,
+    held_here: list[tuple[int, int]],
+    nominated: Mapping[str, Sequence[Pod]],
+    per_node: Sequence[Any],
+    every_filter: Sequence[Any],
+    wanted: int,
+    found: list[np.ndarray],
+    search: Search,
+) -> int:
+    """The per-node part of one chunk; returns how many feasible nodes it added to ``found``."""
+    order = list(zip(pos.tolist(), alive.tolist(), strict=True))
+    held = {slot for _, slot in held_here}
+    if held_here:
+        order = sorted(order + held_here)
+    feasible: list[int] = []
+    for position, slot in order:
+        info = table.info(slot)
+        if slot in held:
+            status = fwk.run_filter_plugins_with(state, pod, info, every_filter, nominated[info.name])
+        else:
+            status = fwk.run_filter_plugins(state, pod, info, per_node)
+        if status is None:
+            feasible.append(slot)
+            if len(feasible) >= wanted:
+                search.processed = position + 1
+                break
+        elif status.code == Code.ERROR:
+            search.error = status
+            break
+        else:
+            search.rejections.add_one(slot, status)
+    found.append(np.array(feasible, dtype=np.int64))
+    return len(feasible)
+
+
+def select_host(totals: np.ndarray, rng: random.Random) -> int:
+    """Index of the highest total; ties are broken uniformly at random (upstream's heap order
+    among equal scores depends on its parallel filtering, which is no better than random)."""
+    best = np.flatnonzero(totals == totals.max())
+    return int(best[0] if len(best) == 1 else best[rng.randrange(len(best))])

@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import asyncio
 
-from bench.common import NoStatus
 from scheduler.api import Node, Pod
 from scheduler.app import available_plugins
-from scheduler.cache import Cache
+from scheduler.build import DiscardStatus, build_scheduler
 from scheduler.config import default_config
 from scheduler.framework import Code, Status
 from scheduler.plugins.registry import in_tree_registry
-from scheduler.queue import ProfilesPolicy, SchedulingQueue
-from scheduler.runtime import Framework
-from scheduler.runtime.handle import FrameworkHandle
-from scheduler.schedule_one import Scheduler
+from scheduler.testing import FakeClient
 
 
 class MemoryBinder:
@@ -54,25 +50,21 @@ async def test_failed_attempts_never_use_up_the_binding_slots():
     registry = in_tree_registry()
     registry["DefaultBinder"] = MemoryBinder
     available_plugins(config, registry)
-    cache = Cache()
-    cache.add_node(
-        Node.from_dict({"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "2", "pods": "10"}}})
-    )
-    handle = FrameworkHandle("pyscheduler", None, cache.snapshot, lambda *a: None)  # type: ignore[arg-type]
-    fwk = Framework(config.profiles[0], registry, handle)
-    queue = SchedulingQueue(sort_key=fwk.sort_key, policy=ProfilesPolicy({"pyscheduler": fwk}))
     pods = {f"big-{i}": make_pod(f"big-{i}", "8") for i in range(5)}
     events = Events()
-
-    scheduler = Scheduler(
-        cache=cache,
-        queue=queue,
-        frameworks={"pyscheduler": fwk},
+    parts = build_scheduler(
+        config,
+        registry,
+        FakeClient(),
         events=events,
-        status=NoStatus(),
+        status=DiscardStatus(),
         current_pod=lambda pod: pods.get(pod.name),
         max_inflight_bindings=2,  # fewer slots than failing pods
     )
+    parts.cache.add_node(
+        Node.from_dict({"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "2", "pods": "10"}}})
+    )
+    queue, scheduler = parts.queue, parts.scheduler
     for pod in pods.values():
         queue.add(pod)
     loop = asyncio.create_task(scheduler.run())
@@ -126,23 +118,19 @@ def one_node_scheduler(pods: dict[str, Pod], registry_overrides=None, disable=()
     for name in registry_overrides or {}:
         if name not in {ref.name for ref in multi.enabled}:
             multi.enabled.append(type(multi.enabled[0])(name))
-    cache = Cache()
-    cache.add_node(
-        Node.from_dict({"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "2", "pods": "10"}}})
-    )
-    handle = FrameworkHandle("pyscheduler", None, cache.snapshot, lambda *a: None)  # type: ignore[arg-type]
-    fwk = Framework(profile, registry, handle)
-    queue = SchedulingQueue(sort_key=fwk.sort_key, policy=ProfilesPolicy({"pyscheduler": fwk}))
     recorder = Recorder()
-    scheduler = Scheduler(
-        cache=cache,
-        queue=queue,
-        frameworks={"pyscheduler": fwk},
+    parts = build_scheduler(
+        config,
+        registry,
+        FakeClient(),
         events=recorder,
         status=recorder,
         current_pod=lambda pod: pods.get(pod.name),
     )
-    return scheduler, queue, recorder
+    parts.cache.add_node(
+        Node.from_dict({"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "2", "pods": "10"}}})
+    )
+    return parts.scheduler, parts.queue, recorder
 
 
 async def attempt(scheduler, queue, pod: Pod) -> None:
@@ -234,7 +222,7 @@ async def test_a_pod_held_at_permit_is_nominated_to_its_node_while_it_waits():
             break
         await asyncio.sleep(0.01)
     assert recorder.patches == [("held", None, "n1")]
-    fwk.waiting_pods[pod.uid].allow("WaitThenAllow")
+    fwk.waiting_pods.get(pod.uid).allow("WaitThenAllow")
     await scheduler.wait_for_bindings(1)
     assert MemoryBinder.bound["held"] == "n1"
 

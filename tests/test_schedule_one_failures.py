@@ -13,15 +13,11 @@ import pytest
 
 from scheduler.api import Node, Pod
 from scheduler.app import available_plugins
-from scheduler.cache import Cache
+from scheduler.build import build_scheduler
 from scheduler.config import PluginRef, default_config
 from scheduler.framework import Code, Status
 from scheduler.framework.interface import ApiResponse
 from scheduler.plugins.registry import in_tree_registry
-from scheduler.queue import ProfilesPolicy, SchedulingQueue
-from scheduler.runtime import Framework
-from scheduler.runtime.handle import FrameworkHandle
-from scheduler.schedule_one import Scheduler
 from scheduler.testing import FakeClock
 
 CONFLICT = {
@@ -129,22 +125,19 @@ class Harness:
             registry[plugin.name] = plugin
             config.profiles[0].plugins.multi_point.enabled.append(PluginRef(plugin.name))
         available_plugins(config, registry)
-        self.cache = Cache(clock=self.clock)
-        for name in nodes:
-            self.cache.add_node(node(name))
-        handle = FrameworkHandle("pyscheduler", self.api, self.cache.snapshot, self.writes.record)
-        self.fwk = Framework(config.profiles[0], registry, handle, clock=self.clock)
-        self.queue = SchedulingQueue(
-            sort_key=self.fwk.sort_key, policy=ProfilesPolicy({"pyscheduler": self.fwk}), clock=self.clock
-        )
-        self.scheduler = Scheduler(
-            cache=self.cache,
-            queue=self.queue,
-            frameworks={"pyscheduler": self.fwk},
+        parts = build_scheduler(
+            config,
+            registry,
+            self.api,
             events=self.writes,
             status=self.writes,
             current_pod=lambda pod: self.pods.get(pod.name),
+            clock=self.clock,
         )
+        self.cache, self.queue, self.scheduler = parts.cache, parts.queue, parts.scheduler
+        self.fwk = parts.frameworks["pyscheduler"]
+        for name in nodes:
+            self.cache.add_node(node(name))
 
     async def attempt(self, pod: Pod) -> None:
         """Queue ``pod``, run one scheduling cycle; the binding cycle runs on in the background."""
@@ -211,7 +204,7 @@ async def test_a_pod_waiting_at_permit_is_bound_once_allowed() -> None:
     await harness.attempt(web)
     assert harness.cache.is_assumed(web.uid) and harness.requested_cpu("n1") == 1000
     assert harness.api.sent == []  # holding: no binding yet
-    harness.fwk.waiting_pods[web.uid].allow("WaitAtPermit")
+    harness.fwk.waiting_pods.get(web.uid).allow("WaitAtPermit")
     await harness.bindings_done()
     assert harness.api.sent == ["POST /api/v1/namespaces/default/pods/web/binding"]
     assert harness.writes.reasons("web") == ["Scheduled"]
@@ -221,7 +214,7 @@ async def test_a_pod_rejected_while_waiting_at_permit_gives_its_room_back_and_is
     harness = Harness([WaitAtPermit])
     web = pod()
     await harness.attempt(web)
-    harness.fwk.waiting_pods[web.uid].reject("WaitAtPermit", "the gang fell apart")
+    harness.fwk.waiting_pods.get(web.uid).reject("WaitAtPermit", "the gang fell apart")
     await harness.bindings_done()
     assert harness.requested_cpu("n1") == 0 and not harness.cache.is_assumed(web.uid)
     assert harness.writes.condition("web")["message"] == "0/1 nodes are available: 1 the gang fell apart."
@@ -268,7 +261,7 @@ async def test_a_pod_deleted_between_its_decision_and_its_binding_is_not_bound()
     await harness.attempt(web)
     del harness.pods["web"]
     harness.queue.delete(web)  # what the informer's delete does
-    harness.fwk.waiting_pods[web.uid].allow("WaitAtPermit")
+    harness.fwk.waiting_pods.get(web.uid).allow("WaitAtPermit")
     await harness.bindings_done()
     assert harness.api.sent == []
     assert harness.requested_cpu("n1") == 0
@@ -280,9 +273,9 @@ async def test_a_node_deleted_while_its_pod_is_binding_leaves_a_consistent_cache
     harness = Harness([WaitAtPermit], nodes=("n1", "n2"))
     web = pod(cpu="2")
     await harness.attempt(web)
-    chosen = harness.fwk.waiting_pods[web.uid].node_name
+    chosen = harness.fwk.waiting_pods.get(web.uid).node_name
     harness.cache.remove_node(node(chosen))
-    harness.fwk.waiting_pods[web.uid].allow("WaitAtPermit")
+    harness.fwk.waiting_pods.get(web.uid).allow("WaitAtPermit")
     await harness.bindings_done()
     # the API server binds to names (a real one does not check the node); the cache keeps the
     # pod accounted until it is deleted, and scheduling goes on on the other node
@@ -290,7 +283,7 @@ async def test_a_node_deleted_while_its_pod_is_binding_leaves_a_consistent_cache
     assert harness.cache.node_count() == 1
     other = pod("other", cpu="2")
     await harness.attempt(other)
-    harness.fwk.waiting_pods[other.uid].allow("WaitAtPermit")
+    harness.fwk.waiting_pods.get(other.uid).allow("WaitAtPermit")
     await harness.bindings_done()
     assert harness.writes.reasons("other") == ["Scheduled"]
 

@@ -1,9 +1,27 @@
-"""The public plugin API: extension-point Protocols, Status, CycleState, NodeInfo, NodeTable.
+"""The public plugin API: the one module scheduling plugins import.
 
-Plugins import from here (and from ``scheduler.api`` for object views); this package imports
-nothing else of the scheduler, so it stays stable for out-of-tree plugins.
+It holds the extension-point Protocols, Status, CycleState, NodeInfo, NodeTable, the Handle and
+what it offers (listers, the plugins runner, waiting pods, the clock), and re-exports the object
+views of ``scheduler.api`` plugins read (Pod, Node, Resource, selectors, taints). Everything else
+in the ``scheduler`` package is internal and may change in any release; docs/plugins.md says how
+this API is versioned. This package imports nothing of the scheduler but ``scheduler.api``.
 """
 
+from scheduler.api import (
+    ContainerImage,
+    HostPort,
+    LabelSelector,
+    MalformedObject,
+    Node,
+    NodeSelector,
+    NodeSelectorTerm,
+    Pod,
+    Resource,
+    SelectorError,
+    Taint,
+    Toleration,
+)
+from scheduler.framework.clock import Clock, RealClock, Timer
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
@@ -26,20 +44,27 @@ from scheduler.framework.interface import (
     PermitPlugin,
     Plugin,
     PluginFactory,
+    PluginMetrics,
+    PluginsRunner,
+    PodsByLabel,
     PostBindPlugin,
     PostFilterPlugin,
     PostFilterResult,
     PreBindPlugin,
+    PreBindPreFlightPlugin,
     PreEnqueuePlugin,
     PreFilterExtensions,
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
     QueueingHint,
+    QueueingHintFn,
     QueueSortPlugin,
     ReservePlugin,
     ScoreNormalizer,
     ScorePlugin,
+    WaitingPod,
+    WaitingPods,
 )
 from scheduler.framework.nodetable import NodeTable
 from scheduler.framework.status import SUCCESS, Code, Status, is_success
@@ -55,27 +80,40 @@ __all__ = [
     "BatchFilterPlugin",
     "BatchScorePlugin",
     "BindPlugin",
+    "Clock",
     "ClusterEvent",
     "ClusterEventWithHint",
     "Code",
+    "ContainerImage",
     "CycleState",
     "Diagnosis",
     "EnqueueExtensions",
     "FilterPlugin",
     "Handle",
+    "HostPort",
     "ImageStateSummary",
+    "LabelSelector",
+    "MalformedObject",
+    "Node",
     "NodeInfo",
     "NodeLister",
+    "NodeSelector",
+    "NodeSelectorTerm",
     "NodeTable",
     "NodeVerdicts",
     "ObjectLister",
     "PermitPlugin",
     "Plugin",
     "PluginFactory",
+    "PluginMetrics",
+    "PluginsRunner",
+    "Pod",
+    "PodsByLabel",
     "PostBindPlugin",
     "PostFilterPlugin",
     "PostFilterResult",
     "PreBindPlugin",
+    "PreBindPreFlightPlugin",
     "PreEnqueuePlugin",
     "PreFilterExtensions",
     "PreFilterPlugin",
@@ -84,9 +122,18 @@ __all__ = [
     "QueueSortPlugin",
     "QueuedPodInfo",
     "QueueingHint",
+    "QueueingHintFn",
+    "RealClock",
     "ReservePlugin",
+    "Resource",
     "ScoreNormalizer",
     "ScorePlugin",
+    "SelectorError",
     "Status",
+    "Taint",
+    "Timer",
+    "Toleration",
+    "WaitingPod",
+    "WaitingPods",
     "is_success",
 ]

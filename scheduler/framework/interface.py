@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 import numpy as np
 
 from scheduler.api import LabelSelector, Pod
+from scheduler.framework.clock import Clock
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.nodetable import NodeTable
 from scheduler.framework.status import Status
@@ -192,6 +193,8 @@ class NodeLister(Protocol):
     """The cluster as of this scheduling cycle (the cache's snapshot)."""
 
     table: NodeTable
+    # the NodeTable slots of ``node_infos()``, in the same (scheduling) order
+    order: np.ndarray
 
     def node_infos(self) -> Sequence[NodeInfo]:
         """Every node, in scheduling order (zones interleaved)."""
@@ -205,7 +208,7 @@ class NodeLister(Protocol):
     def __len__(self) -> int: ...
 
     def pod_index(self) -> PodsByLabel:
-        """Optional (callers check with getattr): the placed pods by namespace and label."""
+        """The placed pods by namespace and label (kept up to date by the cache)."""
 
 
 class PodsByLabel(Protocol):
@@ -232,6 +235,67 @@ class ObjectLister(Protocol):
     def list(self) -> list[Any]: ...
 
 
+class PluginsRunner(Protocol):
+    """A profile's plugins, run outside the scheduling cycle's own search: what preemption's dry
+    runs (and tools such as explain) need. ``Handle.plugins_runner`` gives the profile's."""
+
+    @property
+    def pre_filter_plugins(self) -> Sequence[Plugin]: ...
+
+    @property
+    def filter_plugins(self) -> Sequence[Plugin]: ...
+
+    def run_filter_plugins_with_nominated_pods(
+        self, state: CycleState, pod: Pod, node_info: NodeInfo
+    ) -> Status | None:
+        """Every Filter on one node, leaving room for the pods nominated there (upstream's
+        RunFilterPluginsWithNominatedPods); None when the pod fits."""
+
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: Pod, pod_to_add: Pod, node_info: NodeInfo
+    ) -> Status | None: ...
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: Pod, pod_to_remove: Pod, node_info: NodeInfo
+    ) -> Status | None: ...
+
+
+class WaitingPod(Protocol):
+    """A pod some Permit plugins hold; each of them calls ``allow`` or ``reject``."""
+
+    @property
+    def pod(self) -> Pod: ...
+
+    @property
+    def node_name(self) -> str: ...
+
+    @property
+    def pending_plugins(self) -> frozenset[str]: ...
+
+    def allow(self, plugin: str) -> None:
+        """``plugin`` lets the pod go; it is bound once every waiting plugin has allowed it."""
+
+    def reject(self, plugin: str, message: str) -> None:
+        """The pod goes back to the queue as unschedulable, with ``message``."""
+
+
+class WaitingPods(Protocol):
+    """The pods held at Permit in a profile, by uid."""
+
+    def get(self, uid: str) -> WaitingPod | None: ...
+
+    def __iter__(self) -> Iterator[WaitingPod]: ...
+
+    def __len__(self) -> int: ...
+
+
+class PluginMetrics(Protocol):
+    """What plugins report beyond their own latency (upstream's plugin-specific metrics)."""
+
+    def observe_preemption(self, victims: int | None) -> None:
+        """One preemption attempt; ``victims``: the chosen candidate's count, None without one."""
+
+
 class Handle(Protocol):
     """Services the framework offers to plugins, given to every plugin's constructor."""
 
@@ -244,8 +308,22 @@ class Handle(Protocol):
     @property
     def scheduler_name(self) -> str: ...
 
+    @property
+    def clock(self) -> Clock:
+        """Time for timeouts and delays (injectable: tests move it by hand)."""
+
+    @property
+    def metrics(self) -> PluginMetrics | None: ...
+
+    @property
+    def plugins_runner(self) -> PluginsRunner:
+        """This profile's plugins (available once the profile is built, not in constructors)."""
+
+    @property
+    def waiting_pods(self) -> WaitingPods: ...
+
     def record_event(self, obj: Pod, event_type: str, reason: str, action: str, message: str) -> None:
-        """Write an events.k8s.io/v1 Event about ``obj`` (fire and forget)."""
+        """Write an events.k8s.io/v1 Event about ``obj`` (fire and forget; retried until it lands)."""
 
     def nominated_pods_for_node(self, node_name: str) -> Sequence[Pod]:
         """Pods nominated to run on ``node_name`` (by preemption) and not yet bound."""
@@ -254,19 +332,33 @@ class Handle(Protocol):
         """Move these pending pods to the active queue now (e.g. once a preemption is done)."""
 
     def lister(self, resource: str) -> ObjectLister:
-        """The watched objects of a kind, by plural resource name ("persistentvolumeclaims",
-        "storageclasses", "services", ...); KeyError names the kind when it is not watched."""
+        """The watched objects of a kind: a built-in by plural name ("persistentvolumeclaims",
+        "configmaps", ...) or any kind as "group/version/plural" ("example.com/v1/widgets").
+        A plugin declares what it reads in its ``watches``; KeyError names a kind not watched."""
 
 
 # ---------------------------------------------------------------------------- extension points
 
 
 class Plugin(Protocol):
+    """A plugin class has a ``name`` and is built as ``Plugin(args, handle)``.
+
+    Optional class attributes:
+
+    - ``args_type``: a dataclass its ``pluginConfig`` args are decoded into (field ``foo_bar`` reads
+      the key ``fooBar``; unknown keys and wrong types stop start-up naming the field; a
+      ``validate(self) -> list[str]`` method may add its own checks). Without it the plugin gets
+      its args as a plain dict (or None).
+    - ``watches``: the kinds it reads through ``handle.lister`` beyond the built-in ones, as
+      "group/version/plural" (core kinds: "v1/configmaps"). The scheduler watches them and is ready
+      only once they are listed; a kind the cluster does not serve stops start-up.
+    """
+
     name: ClassVar[str]
 
 
 # A plugin class: constructed as Factory(args, handle); args is the profile's pluginConfig entry
-# (an args dataclass from scheduler.config, a raw mapping for out-of-tree plugins, or None).
+# (its args_type, a built-in args dataclass, a plain mapping, or None).
 PluginFactory = Callable[[Any, Handle], Plugin]
 
 
@@ -287,6 +379,7 @@ class EnqueueExtensions(Plugin, Protocol):
         """Cluster events that may make a pod this plugin rejected schedulable."""
 
 
+@runtime_checkable
 class PreFilterExtensions(Protocol):
     """Lets preemption ask "what if this pod were added/removed" without a new PreFilter."""
 
@@ -363,6 +456,14 @@ class PermitPlugin(Plugin, Protocol):
 @runtime_checkable
 class PreBindPlugin(Plugin, Protocol):
     async def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None: ...
+
+
+@runtime_checkable
+class PreBindPreFlightPlugin(PreBindPlugin, Protocol):
+    def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        """Will ``pre_bind`` have work for this pod? Success (None) or Skip (then it is not
+        called; when no PreBind plugin has work the binding starts at once) or an Error.
+        A PreBind plugin without this method is taken to always have work."""
 
 
 @runtime_checkable

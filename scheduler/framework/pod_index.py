@@ -170,11 +170,3 @@ def _candidates(ns: _Namespace, selector: LabelSelector) -> Iterable[Pod]:
         if best_size == 0:
             break
     return best
-
-
-def index_of(nodes: object) -> PodIndex:
-    """The node lister's own index (the cache snapshot's), else one built from its nodes."""
-    own = getattr(nodes, "pod_index", None)
-    if callable(own):
-        return own()
-    return PodIndex.of(nodes.node_infos())  # type: ignore[attr-defined]

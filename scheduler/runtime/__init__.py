@@ -1,6 +1,6 @@
 """The framework runtime: builds a profile's plugins from the config and runs extension points."""
 
-from scheduler.runtime.framework import CycleError, Framework, FrameworkError, Rejections
-from scheduler.runtime.waiting import WaitingPod
+from scheduler.runtime.framework import Framework, FrameworkError
+from scheduler.runtime.waiting import WaitingPod, WaitingPodMap
 
-__all__ = ["CycleError", "Framework", "FrameworkError", "Rejections", "WaitingPod"]
+__all__ = ["Framework", "FrameworkError", "WaitingPod", "WaitingPodMap"]

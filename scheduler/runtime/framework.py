@@ -1,8 +1,10 @@
 """One profile's plugins, and the runners for every extension point.
 
-The scheduling cycle (schedule_one.py) calls these in order. Filter and Score run over a numpy
-vector of node slots: batch plugins evaluate all candidates at once, per-node plugins are called
-node by node (lazily, so the search can stop as soon as enough feasible nodes are found).
+The scheduling cycle (schedule_one.py) calls these in order; the search for feasible nodes and
+the choice of a host live there. Every runner reports with a Status (None is success): a plugin's
+error, whether returned or raised, becomes an Error status worded as upstream's wrapped errors.
+Filter and Score run over a numpy vector of node slots: batch plugins evaluate all candidates at
+once, per-node plugins are called node by node.
 """
 
 from __future__ import annotations
@@ -11,12 +13,9 @@ import functools
 import inspect
 import json
 import logging
-import random
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from time import perf_counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,6 +35,7 @@ from scheduler.framework import (
     NodeInfo,
     NodeLister,
     NodeTable,
+    NodeVerdicts,
     PluginFactory,
     PostFilterResult,
     PreFilterResult,
@@ -43,8 +43,19 @@ from scheduler.framework import (
     Status,
 )
 from scheduler.framework.clock import REAL_CLOCK, Clock
-from scheduler.framework.interface import WILDCARD
-from scheduler.runtime.waiting import WaitingPod
+from scheduler.framework.interface import (
+    WILDCARD,
+    BatchFilterPlugin,
+    BatchScorePlugin,
+    EnqueueExtensions,
+    PreBindPreFlightPlugin,
+    PreFilterExtensions,
+    ScoreNormalizer,
+)
+from scheduler.runtime.waiting import WaitingPod, WaitingPodMap
+
+if TYPE_CHECKING:
+    from scheduler.metrics import SchedulerMetrics
 
 log = logging.getLogger(__name__)
 # the -v=10 score trace has its own logger, so tools can collect it without the rest
@@ -68,9 +79,6 @@ EXTENSION_METHODS: dict[str, str] = {
 
 _ANY_EVENT = ClusterEventWithHint(ClusterEvent(WILDCARD, ActionType.ALL))
 
-MIN_FEASIBLE_NODES_TO_FIND = 100
-MIN_FILTER_CHUNK = 256
-MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 MAX_PERMIT_WAIT = 15 * 60.0  # seconds; longer Permit timeouts are cut to this, as upstream
 
 
@@ -78,40 +86,16 @@ class FrameworkError(ValueError):
     """A profile that cannot be built (unknown plugin, plugin at a point it does not implement...)."""
 
 
-@dataclass(slots=True)
-class Rejections:
-    """Which candidate slots were rejected, and with which status (indexes into ``statuses``)."""
-
-    slots: list[np.ndarray] = field(default_factory=list)
-    status_ids: list[np.ndarray] = field(default_factory=list)
-    statuses: list[Status] = field(default_factory=list)
-
-    def add(self, slots: np.ndarray, status_ids: np.ndarray, statuses: Sequence[Status], plugin: str) -> None:
-        base = len(self.statuses)
-        self.statuses.extend(s.with_plugin(plugin) for s in statuses)
-        self.slots.append(slots)
-        self.status_ids.append(status_ids.astype(np.int64) + base)
-
-    def add_one(self, slot: int, status: Status) -> None:
-        self.add(np.array([slot]), np.zeros(1, dtype=np.int64), [status], status.plugin)
-
-    def count(self) -> int:
-        return sum(len(s) for s in self.slots)
-
-    def to_diagnosis(self, table: NodeTable) -> Diagnosis:
-        diagnosis = Diagnosis()
-        infos, statuses = table.infos, self.statuses
-        node_to_status = diagnosis.node_to_status
-        for slots, ids in zip(self.slots, self.status_ids, strict=True):
-            # runs for every unschedulable pod over every node: plain loops, no per-item calls
-            for slot, status_id in zip(slots.tolist(), ids.tolist(), strict=True):
-                node_to_status[infos[slot].node.name] = statuses[status_id]  # type: ignore[union-attr]
-        for status in self.statuses:
-            if status.code == Code.PENDING:
-                diagnosis.pending_plugins.add(status.plugin)
-            else:
-                diagnosis.unschedulable_plugins.add(status.plugin)
-        return diagnosis
+def _build(name: str, factory: PluginFactory, profile: Profile, handle: Handle) -> Any:
+    """The plugin, or a FrameworkError naming it and its pluginConfig entry when it cannot be built."""
+    try:
+        return factory(profile.plugin_config.get(name), handle)
+    except Exception as exc:  # any constructor bug is a configuration problem, not a crash
+        entries = list(profile.plugin_config)
+        where = (
+            f"pluginConfig[{entries.index(name)}] ({name})" if name in entries else "no pluginConfig entry"
+        )
+        raise FrameworkError(f"plugin {name!r} could not be built from {where}: {exc}") from exc
 
 
 def _implements(plugin: Any, point: str) -> bool:
@@ -146,15 +130,6 @@ def _expand(plugins: Plugins, instance: Callable[[str], Any]) -> dict[str, list[
         rest = [(p.name, p.weight or 1) for p in plugin_set.enabled if p.name not in multi_names]
         result[point] = overrides + from_multi + rest
     return result
-
-
-def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:
-    """Upstream's percentageOfNodesToScore rule (0 or None = adaptive: 50% minus 1% per 125 nodes)."""
-    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
-        return num_all_nodes
-    if not percentage:
-        percentage = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
-    return max(num_all_nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
 
 
 _STATUS_LABELS = {
@@ -223,31 +198,27 @@ class Framework:
         handle: Handle,
         *,
         percentage_of_nodes_to_score: int | None = None,
-        rng: random.Random | None = None,
         clock: Clock = REAL_CLOCK,
+        metrics: SchedulerMetrics | None = None,
     ) -> None:
         self.profile_name = profile.scheduler_name
         self.clock = clock
         self.handle = handle
-        # SchedulerMetrics from the handle, or None (tests, tools): extension points are timed then
-        self.metrics = getattr(handle, "metrics", None)
-        self._rng = rng or random.Random()
+        # None in tests and tools: extension points are then not timed
+        self.metrics = metrics
         self.percentage_of_nodes_to_score = (
             profile.percentage_of_nodes_to_score
             if profile.percentage_of_nodes_to_score is not None
             else percentage_of_nodes_to_score
         )
         self.plugins: dict[str, Any] = {}
-        attach = getattr(handle, "attach_framework", None)
-        if callable(attach):  # lets PostFilter plugins re-run the filters (preemption)
-            attach(self)
 
         def instance(name: str) -> Any:
             if name not in self.plugins:
                 factory = registry.get(name)
                 if factory is None:
                     raise FrameworkError(f"plugin {name!r} is not registered (profile {self.profile_name!r})")
-                self.plugins[name] = factory(profile.plugin_config.get(name), handle)
+                self.plugins[name] = _build(name, factory, profile, handle)
             return self.plugins[name]
 
         points = _expand(profile.plugins, instance)
@@ -262,7 +233,6 @@ class Framework:
         self.queue_sort = queue_sort[0]
         self.pre_filter_plugins = at("pre_filter")
         self.filter_plugins = at("filter")
-        self.filter_is_batch = [callable(getattr(p, "filter_nodes", None)) for p in self.filter_plugins]
         self.post_filter_plugins = at("post_filter")
         self.pre_score_plugins = at("pre_score")
         self.score_plugins = [(self.plugins[name], weight) for name, weight in points["score"]]
@@ -273,8 +243,14 @@ class Framework:
         if not self.bind_plugins:
             raise FrameworkError("at least one bind plugin must be enabled")
         self.post_bind_plugins = at("post_bind")
-        self.waiting_pods: dict[str, WaitingPod] = {}
-        self._next_start = 0
+        self.waiting_pods = WaitingPodMap()
+        # What each plugin can do, checked once here: Protocol isinstance checks are too slow
+        # for every cycle.
+        self._batch_filters = {p.name for p in self.filter_plugins if isinstance(p, BatchFilterPlugin)}
+        self._batch_scores = {p.name for p, _ in self.score_plugins if isinstance(p, BatchScorePlugin)}
+        self._normalizers = {p.name for p, _ in self.score_plugins if isinstance(p, ScoreNormalizer)}
+        self._extensions = [p for p in self.pre_filter_plugins if isinstance(p, PreFilterExtensions)]
+        self._pre_flights = {p.name for p in self.pre_bind_plugins if isinstance(p, PreBindPreFlightPlugin)}
 
     # ------------------------------------------------------------------ queue
 
@@ -300,8 +276,9 @@ class Framework:
         """
         events: dict[str, list[ClusterEventWithHint]] = {}
         for name, plugin in self.plugins.items():
-            register = getattr(plugin, "events_to_register", None)
-            events[name] = list(register()) if callable(register) else [_ANY_EVENT]
+            events[name] = (
+                list(plugin.events_to_register()) if isinstance(plugin, EnqueueExtensions) else [_ANY_EVENT]
+            )
         return events
 
     # ------------------------------------------------------------------ filter
@@ -347,108 +324,41 @@ class Framework:
             return None, rejected, {*narrowing, rejected.plugin}
         return result, None, set(narrowing)
 
-    @_extension_point("Filter", status_of=lambda result: None)
-    def find_feasible(
-        self,
-        state: CycleState,
-        pod: Pod,
-        snapshot: NodeLister,
-        candidates: np.ndarray,
-        nominated: Mapping[str, Sequence[Pod]] | None = None,
-    ) -> tuple[np.ndarray, Rejections, int]:
-        """Feasible slots (in evaluation order, at most the number to find), rejections, nodes processed.
+    # Filter is timed by the search in schedule_one.py, which runs these over many nodes.
 
-        ``candidates`` are slots in evaluation order, taken chunk by chunk: in each chunk the
-        batch filters (those before the first per-node-only filter) run over all its slots at
-        once, then the remaining filters run per node; the search stops once enough feasible
-        nodes are found. ``nominated`` maps node names to the nominated pods
-        of equal or higher priority (see :func:`nominated_pods_to_respect`): those nodes skip the
-        batch filters, which cannot see such pods, and run every filter per node with them added.
-        """
-        table = snapshot.table
-        num_to_find = num_feasible_nodes_to_find(self.percentage_of_nodes_to_score, len(candidates))
-        if not self.score_plugins:
-            num_to_find = min(1, len(candidates))
-        rejections = Rejections()
-        plugins = [
-            (p, batch)
-            for p, batch in zip(self.filter_plugins, self.filter_is_batch, strict=True)
-            if p.name not in state.skip_filter_plugins
-        ]
-        first_per_node = next((i for i, (_, batch) in enumerate(plugins) if not batch), len(plugins))
-        batch_plugins = [plugin for plugin, _ in plugins[:first_per_node]]
-        per_node = [plugin for plugin, _ in plugins[first_per_node:]]
-        every_filter = [plugin for plugin, _ in plugins]
-        held = self._slots_with_nominated(snapshot, nominated)
-        is_held = np.isin(candidates, np.fromiter(held, dtype=np.int64, count=len(held))) if held else None
-        positions = np.arange(len(candidates))
+    def filter_plugins_in_play(self, state: CycleState) -> tuple[list[Any], list[Any]]:
+        """The filters this cycle runs, split in two: the leading batch ones, which the search
+        runs over whole chunks of nodes, and the rest, run node by node."""
+        active = [p for p in self.filter_plugins if p.name not in state.skip_filter_plugins]
+        first_per_node = next(
+            (i for i, p in enumerate(active) if p.name not in self._batch_filters), len(active)
+        )
+        return active[:first_per_node], active[first_per_node:]
 
-        # Like upstream, stop once enough feasible nodes are found: candidates are filtered in
-        # chunks (twice the number to find, then doubling), so a mostly-empty cluster never pays
-        # for filtering every node.
-        found: list[np.ndarray] = []
-        count = 0
-        processed = len(candidates)
-        start, size = 0, max(2 * num_to_find, MIN_FILTER_CHUNK)
-        while start < len(candidates) and count < num_to_find:
-            stop = min(start + size, len(candidates))
-            alive, pos = candidates[start:stop], positions[start:stop]
-            held_here: list[tuple[int, int]] = []
-            if is_held is not None:
-                mask = is_held[start:stop]
-                held_here = list(zip(pos[mask].tolist(), alive[mask].tolist(), strict=True))
-                alive, pos = alive[~mask], pos[~mask]
-            for plugin in batch_plugins:
-                if alive.size == 0:
-                    break
-                started = perf_counter()
-                with _plugin_errors(plugin, "Filter", pod, _FILTER_ERROR):
-                    verdict = plugin.filter_nodes(state, pod, table, alive)
-                self._observe_plugin(state, plugin, "Filter", None, started)
-                if verdict is None or not verdict.rejected.any():
-                    continue
-                rejected = verdict.rejected
-                rejections.add(alive[rejected], verdict.status_ids[rejected], verdict.statuses, plugin.name)
-                keep = ~rejected
-                alive, pos = alive[keep], pos[keep]
-            if not per_node and not held_here:
-                taken = alive[: num_to_find - count]
-                found.append(taken)
-                count += len(taken)
-                if count >= num_to_find and len(taken):
-                    processed = int(pos[len(taken) - 1]) + 1
-            else:
-                order = list(zip(pos.tolist(), alive.tolist(), strict=True))
-                if held_here:
-                    order = sorted(order + held_here)
-                chunk_feasible: list[int] = []
-                for position, slot in order:
-                    info = table.info(slot)
-                    if nominated is not None and slot in held:
-                        status = self._filter_with_nominated(
-                            state, pod, info, every_filter, nominated[info.name]
-                        )
-                    else:
-                        status = self._filter_one(state, pod, info, per_node)
-                    if status is None:
-                        chunk_feasible.append(slot)
-                        if count + len(chunk_feasible) >= num_to_find:
-                            processed = position + 1
-                            break
-                    elif status.code == Code.ERROR:
-                        raise CycleError(status)
-                    else:
-                        rejections.add_one(slot, status)
-                found.append(np.array(chunk_feasible, dtype=np.int64))
-                count += len(chunk_feasible)
-            start, size = stop, size * 2
-        feasible = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
-        return feasible, rejections, processed
+    def run_batch_filter(
+        self, plugin: Any, state: CycleState, pod: Pod, table: NodeTable, slots: np.ndarray
+    ) -> NodeVerdicts | Status | None:
+        """One batch filter over ``slots``: its verdicts, None when all pass, or an Error status."""
+        started = perf_counter()
+        try:
+            verdict = plugin.filter_nodes(state, pod, table, slots)
+        except Exception as exc:
+            log.exception("Filter plugin %s failed for pod %s", plugin.name, pod.key)
+            return Status.from_error(exc, plugin.name).as_error(_context(_FILTER_ERROR, plugin))
+        self._observe_plugin(state, plugin, "Filter", None, started)
+        return verdict
 
-    def _filter_one(self, state: CycleState, pod: Pod, info: Any, plugins: Sequence[Any]) -> Status | None:
+    def run_filter_plugins(
+        self, state: CycleState, pod: Pod, info: NodeInfo, plugins: Sequence[Any] | None = None
+    ) -> Status | None:
+        """``plugins`` (default: every active filter) on one node, until the first rejection."""
+        if plugins is None:
+            plugins = [p for p in self.filter_plugins if p.name not in state.skip_filter_plugins]
         return _first_rejection("Filter", pod, plugins, lambda p: p.filter(state, pod, info), _FILTER_ERROR)
 
-    def run_filters_with_nominated_pods(self, state: CycleState, pod: Pod, info: NodeInfo) -> Status | None:
+    def run_filter_plugins_with_nominated_pods(
+        self, state: CycleState, pod: Pod, info: NodeInfo
+    ) -> Status | None:
         """Every filter on one node, counting the pods nominated there that ``pod`` must not displace.
 
         Upstream's RunFilterPluginsWithNominatedPods: preemption's dry runs and the nominated-node
@@ -456,9 +366,9 @@ class Framework:
         """
         active = [p for p in self.filter_plugins if p.name not in state.skip_filter_plugins]
         pods = self.handle.nominated_pods_for_node(info.name) if self.handle is not None else ()
-        return self._filter_with_nominated(state, pod, info, active, nominated_pods_to_respect(pod, pods))
+        return self.run_filter_plugins_with(state, pod, info, active, nominated_pods_to_respect(pod, pods))
 
-    def _filter_with_nominated(
+    def run_filter_plugins_with(
         self, state: CycleState, pod: Pod, info: NodeInfo, plugins: Sequence[Any], nominated: Sequence[Pod]
     ) -> Status | None:
         """Filters with ``nominated`` added first; when they pass, again without them.
@@ -467,25 +377,17 @@ class Framework:
         the pod must fit whether or not the nominated pods end up on the node.
         """
         if not nominated:
-            return self._filter_one(state, pod, info, plugins)
+            return self.run_filter_plugins(state, pod, info, plugins)
         with_state, with_info = state.clone(), info.clone()
         for other in nominated:
             with_info.add_pod(other)
             status = self.run_pre_filter_extension_add_pod(with_state, pod, other, with_info)
             if status is not None:
                 return status
-        status = self._filter_one(with_state, pod, with_info, plugins)
+        status = self.run_filter_plugins(with_state, pod, with_info, plugins)
         if status is not None:
             return status
-        return self._filter_one(state, pod, info, plugins)
-
-    def _slots_with_nominated(
-        self, snapshot: NodeLister, nominated: Mapping[str, Sequence[Pod]] | None
-    ) -> set[int]:
-        if not nominated:
-            return set()
-        infos = (snapshot.get(name) for name, pods in nominated.items() if pods)
-        return {info.slot for info in infos if info is not None}
+        return self.run_filter_plugins(state, pod, info, plugins)
 
     def run_pre_filter_extension_add_pod(
         self, state: CycleState, pod: Pod, pod_to_add: Pod, info: NodeInfo
@@ -502,10 +404,10 @@ class Framework:
     def _run_extension(
         self, method: str, state: CycleState, pod: Pod, other: Pod, info: NodeInfo
     ) -> Status | None:
-        for plugin in self.pre_filter_plugins:
-            extension = getattr(plugin, method, None)
-            if extension is None or plugin.name in state.skip_filter_plugins:
+        for plugin in self._extensions:
+            if plugin.name in state.skip_filter_plugins:
                 continue
+            extension = plugin.add_pod if method == "add_pod" else plugin.remove_pod
             try:
                 status = extension(state, pod, other, info)
             except Exception as exc:
@@ -545,69 +447,56 @@ class Framework:
 
     # ------------------------------------------------------------------ score
 
-    def next_start_index(self, num_nodes: int) -> int:
-        return self._next_start % num_nodes if num_nodes else 0
-
-    def advance_start_index(self, processed: int, num_nodes: int) -> None:
-        if num_nodes:
-            self._next_start = (self._next_start + processed) % num_nodes
-
-    def run_scoring(self, state: CycleState, pod: Pod, table: NodeTable, slots: np.ndarray) -> np.ndarray:
-        """Weighted total scores of ``slots`` (PreScore, Score, NormalizeScore, weights)."""
+    def run_scoring(
+        self, state: CycleState, pod: Pod, table: NodeTable, slots: np.ndarray
+    ) -> tuple[np.ndarray, Status | None]:
+        """Weighted total scores of ``slots`` (PreScore, Score, NormalizeScore, weights), or an error."""
         infos = _NodeInfoList(table, slots)
-        self.run_pre_score(state, pod, infos)
+        status = self.run_pre_score(state, pod, infos)
+        if status is not None:
+            return np.zeros(0, dtype=np.int64), status
         return self.run_score(state, pod, table, slots, infos)
 
     @_extension_point("PreScore")
-    def run_pre_score(self, state: CycleState, pod: Pod, infos: Sequence[NodeInfo]) -> None:
-        plugin: Any = None
-        try:
-            for plugin in self.pre_score_plugins:
-                start = perf_counter()
+    def run_pre_score(self, state: CycleState, pod: Pod, infos: Sequence[NodeInfo]) -> Status | None:
+        for plugin in self.pre_score_plugins:
+            start = perf_counter()
+            try:
                 status = plugin.pre_score(state, pod, infos)
-                self._observe_plugin(state, plugin, "PreScore", status, start)
-                if status is not None and status.is_skip:
-                    state.skip_score_plugins.add(plugin.name)
-                elif status is not None and not status.is_success:
-                    raise CycleError(
-                        status.with_plugin(plugin.name).as_error(_context(_PRE_SCORE_ERROR, plugin))
-                    )
-        except CycleError:
-            raise
-        except Exception as exc:
-            log.exception("PreScore plugin %s failed for pod %s", plugin.name, pod.key)
-            raise CycleError(
-                Status.from_error(exc, plugin.name).as_error(_context(_PRE_SCORE_ERROR, plugin))
-            ) from exc
+            except Exception as exc:
+                log.exception("PreScore plugin %s failed for pod %s", plugin.name, pod.key)
+                status = Status.from_error(exc, plugin.name)
+            self._observe_plugin(state, plugin, "PreScore", status, start)
+            if status is not None and status.is_skip:
+                state.skip_score_plugins.add(plugin.name)
+            elif status is not None and not status.is_success:
+                return status.with_plugin(plugin.name).as_error(_context(_PRE_SCORE_ERROR, plugin))
+        return None
 
-    @_extension_point("Score", status_of=lambda result: None)
+    @_extension_point("Score", status_of=lambda result: result[1])
     def run_score(
         self, state: CycleState, pod: Pod, table: NodeTable, slots: np.ndarray, infos: Sequence[NodeInfo]
-    ) -> np.ndarray:
-        plugin: Any = None
+    ) -> tuple[np.ndarray, Status | None]:
         active = [(p, w) for p, w in self.score_plugins if p.name not in state.skip_score_plugins]
         # one row per plugin, checked and weighted at once
         scores = np.empty((len(active), len(slots)), dtype=np.int64)
-        context = _SCORE_ERROR
-        try:
-            for row, (plugin, _) in enumerate(active):
-                start = perf_counter()
-                context = _SCORE_ERROR
-                score_nodes = getattr(plugin, "score_nodes", None)
-                if score_nodes is not None:
-                    scores[row] = score_nodes(state, pod, table, slots)
+        for row, (plugin, _) in enumerate(active):
+            start = perf_counter()
+            context = _SCORE_ERROR
+            try:
+                if plugin.name in self._batch_scores:
+                    scores[row] = plugin.score_nodes(state, pod, table, slots)
                 else:
                     scores[row] = np.fromiter(
                         (plugin.score(state, pod, i) for i in infos), dtype=np.int64, count=len(infos)
                     )
-                normalize = getattr(plugin, "normalize_scores", None)
-                if normalize is not None:
+                if plugin.name in self._normalizers:
                     context = _NORMALIZE_ERROR
-                    normalize(state, pod, scores[row])
-                self._observe_plugin(state, plugin, "Score", None, start)
-        except Exception as exc:
-            log.exception("Score plugin %s failed for pod %s", plugin.name, pod.key)
-            raise CycleError(Status.from_error(exc, plugin.name).as_error(_context(context, plugin))) from exc
+                    plugin.normalize_scores(state, pod, scores[row])
+            except Exception as exc:
+                log.exception("Score plugin %s failed for pod %s", plugin.name, pod.key)
+                return scores[0:0], Status.from_error(exc, plugin.name).as_error(_context(context, plugin))
+            self._observe_plugin(state, plugin, "Score", None, start)
         if scores.size and (scores.min() < MIN_NODE_SCORE or scores.max() > MAX_NODE_SCORE):
             bad_row = int(
                 np.flatnonzero((scores < MIN_NODE_SCORE).any(1) | (scores > MAX_NODE_SCORE).any(1))[0]
@@ -620,12 +509,19 @@ class Framework:
                 f"invalid score {bad}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] "
                 "after normalizing"
             )
-            raise CycleError(Status.from_error(ValueError(message), name))
+            return scores[0:0], Status.from_error(ValueError(message), name)
         weights = np.fromiter((w for _, w in active), dtype=np.int64, count=len(active))
         totals = weights @ scores if len(active) else np.zeros(len(slots), dtype=np.int64)
         if logs.v(10):
             _log_scores(pod, [p.name for p, _ in active], scores * weights[:, None], totals, table, slots)
-        return totals
+        return totals, None
+
+    def observe_extension_point(self, point: str, status: Status | None, started: float) -> None:
+        """Time an extension point run outside this class (Filter: the search in schedule_one)."""
+        if self.metrics is not None:
+            self.metrics.observe_extension_point(
+                point, status_label(status), self.profile_name, perf_counter() - started
+            )
 
     def _observe_plugin(
         self, state: CycleState, plugin: Any, point: str, status: Status | None, start: float
@@ -633,11 +529,6 @@ class Framework:
         """Per-plugin latency, in the sampled cycles only (upstream's pluginMetricsSamplePercent)."""
         if state.record_plugin_metrics and self.metrics is not None:
             self.metrics.observe_plugin(plugin.name, point, status_label(status), perf_counter() - start)
-
-    def select_host(self, totals: np.ndarray) -> int:
-        """Index of the highest total; ties are broken uniformly at random, as upstream does."""
-        best = np.flatnonzero(totals == totals.max())
-        return int(best[0] if len(best) == 1 else best[self._rng.randrange(len(best))])
 
     # ------------------------------------------------------------------ reserve / permit / bind
 
@@ -684,7 +575,7 @@ class Framework:
                 return status.with_plugin(plugin.name)
             return status.with_plugin(plugin.name).as_error(f"running Permit plugin {_quoted(plugin.name)}")
         if timeouts:
-            self.waiting_pods[pod.uid] = WaitingPod(pod, node_name, timeouts, self.clock)
+            self.waiting_pods.add(WaitingPod(pod, node_name, timeouts, self.clock))
             return Status(
                 Code.WAIT, (*wait_reasons, "one or more plugins asked to wait and no plugin rejected pod")
             )
@@ -697,7 +588,7 @@ class Framework:
         try:
             return await waiting.wait()
         finally:
-            self.waiting_pods.pop(pod.uid, None)
+            self.waiting_pods.pop(pod.uid)
 
     @_extension_point("PreBindPreFlight")
     def run_pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
@@ -708,12 +599,11 @@ class Framework:
         """
         result: Status | None = Status.skip()
         for plugin in self.pre_bind_plugins:
-            pre_flight = getattr(plugin, "pre_bind_pre_flight", None)
-            if pre_flight is None:
+            if plugin.name not in self._pre_flights:
                 result = None
                 continue
             try:
-                status = pre_flight(state, pod, node_name)
+                status = plugin.pre_bind_pre_flight(state, pod, node_name)
             except Exception as exc:
                 log.exception("PreBindPreFlight of plugin %s failed for pod %s", plugin.name, pod.key)
                 status = Status.from_error(exc, plugin.name)
@@ -732,7 +622,7 @@ class Framework:
 
     def discard_waiting_pod(self, pod: Pod) -> None:
         """Stop holding ``pod`` at Permit: its binding cycle failed before the wait."""
-        waiting = self.waiting_pods.pop(pod.uid, None)
+        waiting = self.waiting_pods.pop(pod.uid)
         if waiting is not None:
             waiting.reject("", "the binding cycle failed before the Permit wait")
 
@@ -879,25 +769,3 @@ class _NodeInfoList(Sequence[NodeInfo]):
 
     def __iter__(self) -> Iterator[NodeInfo]:
         return iter(self._list())
-
-
-@contextmanager
-def _plugin_errors(plugin: Any, point: str, pod: Pod, error_context: str) -> Iterator[None]:
-    """A plugin's exception ends the cycle as an Error status, which is reported and retried."""
-    try:
-        yield
-    except CycleError:
-        raise
-    except Exception as exc:
-        log.exception("%s plugin %s failed for pod %s", point, plugin.name, pod.key)
-        raise CycleError(
-            Status.from_error(exc, plugin.name).as_error(_context(error_context, plugin))
-        ) from exc
-
-
-class CycleError(Exception):
-    """A plugin error that ends the scheduling cycle; the pod is retried with backoff."""
-
-    def __init__(self, status: Status) -> None:
-        super().__init__(status.message())
-        self.status = status

@@ -1,16 +1,23 @@
-"""The services a profile's plugins may call (framework.Handle), backed by the running scheduler."""
+"""The services a profile's plugins may call (``framework.Handle``), backed by the running scheduler."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from scheduler.api import Pod
 from scheduler.framework import ApiClient, NodeLister, ObjectLister
+from scheduler.framework.clock import REAL_CLOCK, Clock
+from scheduler.framework.interface import PluginMetrics, PluginsRunner, WaitingPods
+
+if TYPE_CHECKING:
+    from scheduler.runtime.framework import Framework
 
 
 class FrameworkHandle:
-    """One per profile. ``snapshot`` is the cache's current view (see scheduler.cache)."""
+    """One per profile. ``snapshot`` is the cache's current view (see scheduler.cache); the
+    profile's Framework is attached once built (``attach``), for ``plugins_runner`` and
+    ``waiting_pods``. ``listers`` is shared and filled once the informers exist."""
 
     def __init__(
         self,
@@ -19,25 +26,25 @@ class FrameworkHandle:
         snapshot: Callable[[], NodeLister],
         record_event: Callable[[Pod, str, str, str, str], None],
         nominated_pods: Callable[[str], Sequence[Pod]] = lambda _node: (),
-        listers: dict[str, ObjectLister] | None = None,
+        listers: Mapping[str, ObjectLister] | None = None,
         *,
-        metrics: Any = None,
+        metrics: PluginMetrics | None = None,
         activate: Callable[[Iterable[Pod]], None] = lambda _pods: None,
+        clock: Clock = REAL_CLOCK,
     ) -> None:
         self._scheduler_name = scheduler_name
         self._client = client
         self._snapshot = snapshot
         self._record_event = record_event
-        self.nominated_pods = nominated_pods
+        self._nominated_pods = nominated_pods
         self._activate = activate
-        # Kept by reference: the app fills it once the informers exist (they need the queue,
-        # which needs the profiles).
-        self.listers = listers if listers is not None else {}
-        # SchedulerMetrics (or None): plugins report through the small methods below.
-        self.metrics = metrics
-        # The profile's Framework, set when it is built: PostFilter plugins such as
-        # DefaultPreemption re-run the filters (upstream's Handle embeds the PluginsRunner).
-        self.framework: Any = None
+        self._listers = listers if listers is not None else {}
+        self._metrics = metrics
+        self._clock = clock
+        self._framework: Framework | None = None
+
+    def attach(self, framework: Framework) -> None:
+        self._framework = framework
 
     @property
     def snapshot(self) -> NodeLister:
@@ -51,25 +58,38 @@ class FrameworkHandle:
     def scheduler_name(self) -> str:
         return self._scheduler_name
 
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
+    @property
+    def metrics(self) -> PluginMetrics | None:
+        return self._metrics
+
+    @property
+    def plugins_runner(self) -> PluginsRunner:
+        return self._attached()
+
+    @property
+    def waiting_pods(self) -> WaitingPods:
+        return self._attached().waiting_pods
+
     def record_event(self, obj: Pod, event_type: str, reason: str, action: str, message: str) -> None:
         self._record_event(obj, event_type, reason, action, message)
 
     def nominated_pods_for_node(self, node_name: str) -> Sequence[Pod]:
-        return self.nominated_pods(node_name)
+        return self._nominated_pods(node_name)
 
     def activate_pods(self, pods: Iterable[Pod]) -> None:
         self._activate(pods)
 
     def lister(self, resource: str) -> ObjectLister:
         try:
-            return self.listers[resource]
+            return self._listers[resource]
         except KeyError:
             raise KeyError(f"{resource} are not watched by this scheduler") from None
 
-    def attach_framework(self, framework: Any) -> None:
-        self.framework = framework
-
-    def observe_preemption(self, victims: int | None) -> None:
-        """One preemption attempt (``victims``: the chosen candidate's count, None without one)."""
-        if self.metrics is not None:
-            self.metrics.observe_preemption(victims)
+    def _attached(self) -> Framework:
+        if self._framework is None:
+            raise RuntimeError(f"profile {self._scheduler_name!r} is still being built")
+        return self._framework

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 
 from scheduler.api import Pod
 from scheduler.config.durations import format_duration
@@ -12,6 +13,8 @@ from scheduler.framework.clock import REAL_CLOCK, Clock
 
 class WaitingPod:
     """A pod some Permit plugins asked to wait for; plugins call ``allow`` / ``reject``."""
+
+    __slots__ = ("_pending", "_result", "_timers", "node_name", "pod", "timeouts")
 
     def __init__(
         self, pod: Pod, node_name: str, timeouts: dict[str, float], clock: Clock = REAL_CLOCK
@@ -51,3 +54,30 @@ class WaitingPod:
 
     async def wait(self) -> Status | None:
         return await self._result
+
+
+class WaitingPodMap:
+    """The profile's waiting pods by uid (``framework.WaitingPods``)."""
+
+    __slots__ = ("_pods",)
+
+    def __init__(self) -> None:
+        self._pods: dict[str, WaitingPod] = {}
+
+    def get(self, uid: str) -> WaitingPod | None:
+        return self._pods.get(uid)
+
+    def add(self, waiting: WaitingPod) -> None:
+        self._pods[waiting.pod.uid] = waiting
+
+    def pop(self, uid: str) -> WaitingPod | None:
+        return self._pods.pop(uid, None)
+
+    def __contains__(self, uid: object) -> bool:
+        return uid in self._pods
+
+    def __iter__(self) -> Iterator[WaitingPod]:
+        return iter(list(self._pods.values()))
+
+    def __len__(self) -> int:
+        return len(self._pods)

@@ -1,5 +1,46 @@
-"""Helpers for testing plugins and the scheduler."""
+"""Helpers for testing scheduling plugins (and the scheduler): builders of pods, nodes and storage
+objects, a fake Handle, API client and clock, and a harness that runs a plugin or a profile on a
+synthetic cluster. Part of the plugin API (docs/plugins.md), like ``scheduler.framework``."""
 
+from scheduler.testing.builders import (
+    Cluster,
+    FakeClient,
+    FakeHandle,
+    FakeLister,
+    FakeSnapshot,
+    RecordedEvent,
+    Request,
+    expand_verdicts,
+    make_node,
+    make_pod,
+    node_dict,
+    per_node_and_batch_filter,
+    per_node_and_batch_score,
+    pod_dict,
+    table_of,
+)
 from scheduler.testing.clock import FakeClock
+from scheduler.testing.harness import PluginOutcome, ProfileOutcome, run_plugin, run_profile
 
-__all__ = ["FakeClock"]
+__all__ = [
+    "Cluster",
+    "FakeClient",
+    "FakeClock",
+    "FakeHandle",
+    "FakeLister",
+    "FakeSnapshot",
+    "PluginOutcome",
+    "ProfileOutcome",
+    "RecordedEvent",
+    "Request",
+    "expand_verdicts",
+    "make_node",
+    "make_pod",
+    "node_dict",
+    "per_node_and_batch_filter",
+    "per_node_and_batch_score",
+    "pod_dict",
+    "run_plugin",
+    "run_profile",
+    "table_of",
+]

@@ -12,7 +12,7 @@ from cache_objects import make_node
 
 from scheduler.api import LabelSelector, Pod
 from scheduler.cache import Cache
-from scheduler.framework.pod_index import PodIndex, index_of
+from scheduler.framework.pod_index import PodIndex
 
 
 def pod(
@@ -133,20 +133,13 @@ def test_removing_uses_the_indexed_copy_and_forgets_empty_namespaces() -> None:
     assert list(index.matching(None, sel())) == []
 
 
-def test_index_of_uses_the_listers_own_index_or_builds_one() -> None:
+def test_the_snapshot_hands_out_the_caches_live_index() -> None:
     cache = Cache()
     cache.add_node(make_node("n1"))
     cache.add_pod(pod("a", "n1", {"app": "web"}))
     snapshot = cache.snapshot()
-    assert index_of(snapshot) is cache.pod_index
-
-    class Bare:
-        def node_infos(self) -> list:
-            return list(snapshot.node_infos())
-
-    built = index_of(Bare())
-    assert built is not cache.pod_index
-    assert names(built.matching(None, sel())) == ["a"]
+    assert snapshot.pod_index() is cache.pod_index
+    assert names(snapshot.pod_index().matching(None, sel())) == ["a"]
 
 
 def scan(cache: Cache) -> tuple[list[str], dict[str, int]]:

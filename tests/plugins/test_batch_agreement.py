@@ -6,16 +6,6 @@ import random
 
 import numpy as np
 import pytest
-from builders import (
-    Cluster,
-    FakeHandle,
-    FakeSnapshot,
-    expand_verdicts,
-    image_states,
-    make_node,
-    make_pod,
-    table_of,
-)
 
 from scheduler.config.args import (
     MOST_ALLOCATED,
@@ -35,6 +25,16 @@ from scheduler.plugins.nodeports import NodePorts
 from scheduler.plugins.noderesources import BalancedAllocation, Fit
 from scheduler.plugins.nodeunschedulable import NodeUnschedulable
 from scheduler.plugins.tainttoleration import TaintToleration
+from scheduler.testing.builders import (
+    Cluster,
+    FakeHandle,
+    FakeSnapshot,
+    expand_verdicts,
+    image_states,
+    make_node,
+    make_pod,
+    table_of,
+)
 
 GPU = "example.com/gpu"
 ZONES = ["z1", "z2", "z3"]

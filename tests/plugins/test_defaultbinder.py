@@ -1,9 +1,8 @@
 from __future__ import annotations
 
-from builders import FakeClient, FakeHandle, make_pod
-
 from scheduler.framework import ApiResponse, Code, CycleState
 from scheduler.plugins.defaultbinder import BindingError, DefaultBinder
+from scheduler.testing.builders import FakeClient, FakeHandle, make_pod
 
 
 async def test_bind_posts_a_binding_to_the_pods_binding_subresource() -> None:

@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from builders import Cluster, FakeClient, FakeHandle, make_node, make_pod, table_of
 
 from scheduler.api import Pod
 from scheduler.config import DefaultPreemptionArgs, PluginRef, Plugins, PluginSet, Profile
@@ -30,6 +29,8 @@ from scheduler.plugins.registry import in_tree_registry
 from scheduler.runtime import Framework
 from scheduler.runtime.handle import FrameworkHandle
 from scheduler.runtime.waiting import WaitingPod
+from scheduler.schedule_one import find_nodes_that_pass_filters
+from scheduler.testing.builders import Cluster, FakeClient, FakeHandle, make_node, make_pod, table_of
 
 PLUGINS = ["PrioritySort", "NodeAffinity", "NodeResourcesFit", "DefaultPreemption", "DefaultBinder"]
 
@@ -54,22 +55,18 @@ def _key(obj: Any) -> str:
 
 
 class Handle(FakeHandle):
-    """FakeHandle plus what preemption uses: listers, the framework, the preemption metric."""
+    """FakeHandle with the PodDisruptionBudgets preemption reads."""
 
     def __init__(self, cluster: Cluster, *, pdbs: Sequence[Mapping[str, Any]] = (), **kwargs: Any) -> None:
         super().__init__(cluster, **kwargs)
         self.listers = {"poddisruptionbudgets": Store(pdbs)}
-        self.framework: Any = None
-        self.observed: list[int | None] = []
 
     def lister(self, resource: str) -> Store:
         return self.listers[resource]
 
-    def attach_framework(self, framework: Any) -> None:
-        self.framework = framework
-
-    def observe_preemption(self, victims: int | None) -> None:
-        self.observed.append(victims)
+    @property
+    def observed(self) -> list[int | None]:
+        return self.recorded_metrics.preemptions
 
 
 def framework(handle: Handle, args: DefaultPreemptionArgs | None = None) -> Framework:
@@ -79,7 +76,9 @@ def framework(handle: Handle, args: DefaultPreemptionArgs | None = None) -> Fram
     )
     if args is not None:
         profile.plugin_config["DefaultPreemption"] = args
-    return Framework(profile, in_tree_registry(), handle)
+    fwk = Framework(profile, in_tree_registry(), handle)
+    handle.attach(fwk)
+    return fwk
 
 
 def setup(
@@ -104,9 +103,9 @@ def diagnose(fwk: Framework, handle: Handle, pod: Pod) -> tuple[CycleState, Diag
     _, status, _ = fwk.run_pre_filter(state, pod, snapshot)
     assert status is None
     slots = np.array([info.slot for info in snapshot.node_infos()], dtype=np.int64)
-    feasible, rejections, _ = fwk.find_feasible(state, pod, snapshot, slots)
-    assert len(feasible) == 0, "the preemptor must fit nowhere for these cases"
-    return state, rejections.to_diagnosis(snapshot.table)
+    search = find_nodes_that_pass_filters(fwk, state, pod, snapshot, slots, {})
+    assert len(search.feasible) == 0, "the preemptor must fit nowhere for these cases"
+    return state, search.rejections.to_diagnosis(snapshot.table)
 
 
 def cpu_pod(name: str, node: str, cpu: str, priority: int, **kwargs: Any) -> Pod:
@@ -436,7 +435,7 @@ async def test_a_victim_waiting_at_permit_is_rejected_in_memory_and_its_event_sa
     fwk, plugin, handle = setup([make_node("n1", cpu="1")], [cpu_pod("low", "n1", "1", 1)])
     victim = handle.snapshot.get("n1").pods.popitem()[1]
     waiting = WaitingPod(victim, "n1", {"SomePermit": 60})
-    fwk.waiting_pods[victim.uid] = waiting
+    fwk.waiting_pods.add(waiting)
     preemptor = make_pod("p", requests={"cpu": "1"}, priority=10)
     await plugin.executor.preempt(preemptor, "n1", victim)
     assert handle.client.requests == []
@@ -528,7 +527,8 @@ def test_filters_keep_room_for_a_nominated_pod_of_equal_or_higher_priority():
     fwk.run_pre_filter(state, pod, snapshot)
     slots = np.array([i.slot for i in snapshot.node_infos()], dtype=np.int64)
 
-    feasible, rejections, _ = fwk.find_feasible(state, pod, snapshot, slots, {"n1": [waiting]})
+    search = find_nodes_that_pass_filters(fwk, state, pod, snapshot, slots, {"n1": [waiting]})
+    feasible, rejections = search.feasible, search.rejections
 
     assert [snapshot.table.info(s).name for s in feasible.tolist()] == ["n2"]
     diagnosis = rejections.to_diagnosis(snapshot.table)
@@ -546,7 +546,7 @@ def test_only_nominated_pods_of_equal_or_higher_priority_are_counted(nominated_p
     pod = make_pod("p", requests={"cpu": "1"}, priority=10)
     state = CycleState()
     fwk.run_pre_filter(state, pod, handle.snapshot)
-    status = fwk.run_filters_with_nominated_pods(state, pod, handle.snapshot.get("n1"))
+    status = fwk.run_filter_plugins_with_nominated_pods(state, pod, handle.snapshot.get("n1"))
     assert (status is None) == fits
 
 
@@ -555,7 +555,7 @@ def test_a_pod_is_not_kept_out_by_its_own_nomination():
     fwk, _, handle = setup([make_node("n1", cpu="2")], [], nominated={"n1": [pod]})
     state = CycleState()
     fwk.run_pre_filter(state, pod, handle.snapshot)
-    assert fwk.run_filters_with_nominated_pods(state, pod, handle.snapshot.get("n1")) is None
+    assert fwk.run_filter_plugins_with_nominated_pods(state, pod, handle.snapshot.get("n1")) is None
 
 
 def test_a_rejecting_post_filter_may_still_clear_the_nomination():
@@ -572,13 +572,14 @@ def test_a_rejecting_post_filter_may_still_clear_the_nomination():
 # ---------------------------------------------------------------------------- the real handle
 
 
-def test_the_framework_handle_exposes_its_framework_and_counts_preemptions():
+def test_the_framework_handle_runs_its_profiles_plugins_and_counts_preemptions():
     metrics = SchedulerMetrics()
     handle = FrameworkHandle("pyscheduler", FakeClient(), lambda: None, lambda *a: None, metrics=metrics)
     fwk = framework(handle)  # type: ignore[arg-type]
-    assert handle.framework is fwk
-    handle.observe_preemption(3)
-    handle.observe_preemption(None)
+    assert handle.plugins_runner is fwk
+    assert handle.waiting_pods is fwk.waiting_pods
+    handle.metrics.observe_preemption(3)
+    handle.metrics.observe_preemption(None)
     assert metrics.preemption_attempts._value.get() == 2
     assert metrics.preemption_victims._sum.get() == 3
 
@@ -600,15 +601,30 @@ FILTER_PROFILE = [
 ]
 
 
+class _ExtensionsStandIn:
+    """Looks like a PreFilter plugin with extensions, so the dry run never skips calling them."""
+
+    name = "ExtensionsStandIn"
+
+    def add_pod(self, *args: Any) -> None:
+        return None
+
+    def remove_pod(self, *args: Any) -> None:
+        return None
+
+
 class Opaque:
-    """The framework as a bare FilterRunner: the dry run can see none of its plugins, so it takes
-    no shortcut (no pre-check, no state sharing, no NodeResourcesFit-only re-check)."""
+    """The framework as a runner that offers the dry run no shortcut: NodeResourcesFit is hidden
+    among its filters (no pre-check, no Fit-only re-check) and PreFilter extensions always look
+    active (no state sharing). Running them is the framework's own business."""
 
     def __init__(self, fwk: Framework) -> None:
         self._fwk = fwk
+        self.pre_filter_plugins = (*fwk.pre_filter_plugins, _ExtensionsStandIn())
+        self.filter_plugins = tuple(p for p in fwk.filter_plugins if p.name != "NodeResourcesFit")
 
-    def run_filters_with_nominated_pods(self, state: CycleState, pod: Pod, info: Any) -> Status | None:
-        return self._fwk.run_filters_with_nominated_pods(state, pod, info)
+    def run_filter_plugins_with_nominated_pods(self, state: CycleState, pod: Pod, info: Any) -> Status | None:
+        return self._fwk.run_filter_plugins_with_nominated_pods(state, pod, info)
 
     def run_pre_filter_extension_add_pod(self, state: CycleState, pod: Pod, other: Pod, info: Any) -> Any:
         return self._fwk.run_pre_filter_extension_add_pod(state, pod, other, info)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from builders import make_pod, pod_dict
-
 from scheduler.api import Pod
 from scheduler.framework import Code, CycleState, Diagnosis
 from scheduler.plugins.dynamicresources import CLAIMS_NOT_SUPPORTED, NO_CLAIMS_TO_DEALLOCATE, DynamicResources
+from scheduler.testing.builders import make_pod, pod_dict
 
 
 def test_a_pod_without_claims_skips_the_plugin():

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from builders import make_node, make_pod, table_of
 
 from scheduler.framework import NodeInfo
 from scheduler.plugins.helper import (
@@ -12,6 +11,7 @@ from scheduler.plugins.helper import (
     go_div_array,
     per_node,
 )
+from scheduler.testing.builders import make_node, make_pod, table_of
 
 
 @pytest.mark.parametrize(

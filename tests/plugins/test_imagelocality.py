@@ -1,7 +1,11 @@
 from __future__ import annotations
 
 import pytest
-from builders import (
+
+from scheduler.api import Pod
+from scheduler.framework import CycleState
+from scheduler.plugins.imagelocality import ImageLocality, calculate_priority, normalized_image_name
+from scheduler.testing.builders import (
     FakeHandle,
     image_states,
     make_node,
@@ -10,10 +14,6 @@ from builders import (
     pod_dict,
     table_of,
 )
-
-from scheduler.api import Pod
-from scheduler.framework import CycleState
-from scheduler.plugins.imagelocality import ImageLocality, calculate_priority, normalized_image_name
 
 MB = 1024 * 1024
 

@@ -8,15 +8,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from builders import (
-    Cluster,
-    FakeHandle,
-    make_node,
-    make_pod,
-    per_node_and_batch_filter,
-    per_node_and_batch_score,
-    table_of,
-)
 
 from scheduler.api import Pod
 from scheduler.config.args import InterPodAffinityArgs
@@ -29,6 +20,15 @@ from scheduler.plugins.interpodaffinity import (
     counting,
 )
 from scheduler.plugins.interpodaffinity.terms import matches_all, parse_pod_terms
+from scheduler.testing.builders import (
+    Cluster,
+    FakeHandle,
+    make_node,
+    make_pod,
+    per_node_and_batch_filter,
+    per_node_and_batch_score,
+    table_of,
+)
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from builders import make_node, make_pod, per_node_and_batch_filter, per_node_and_batch_score, table_of
 
 from scheduler.config.args import NodeAffinityArgs
 from scheduler.framework import Code, CycleState, QueueingHint
@@ -11,6 +10,13 @@ from scheduler.plugins.nodeaffinity import (
     ERR_REASON_ENFORCED,
     ERR_REASON_POD,
     NodeAffinity,
+)
+from scheduler.testing.builders import (
+    make_node,
+    make_pod,
+    per_node_and_batch_filter,
+    per_node_and_batch_score,
+    table_of,
 )
 
 

@@ -4,7 +4,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from builders import FakeHandle, node_dict, per_node_and_batch_filter, pod_dict, table_of
 
 from scheduler.api import Node, Pod
 from scheduler.app import available_plugins
@@ -17,6 +16,8 @@ from scheduler.plugins import in_tree_registry
 from scheduler.plugins.nodedeclaredfeatures import ERR_REASON, NodeDeclaredFeatures, required_features
 from scheduler.runtime import Framework
 from scheduler.runtime.handle import FrameworkHandle
+from scheduler.schedule_one import find_nodes_that_pass_filters
+from scheduler.testing.builders import FakeHandle, node_dict, per_node_and_batch_filter, pod_dict, table_of
 
 RESTART_ALL = "RestartAllContainersOnContainerExits"
 USERNS_HOST_NET = "UserNamespacesHostNetworkSupport"
@@ -224,7 +225,8 @@ def default_profile_cycle(the_pod: Pod, nodes: Sequence[Node]) -> tuple[CycleSta
     state = CycleState()
     _, status, _ = fwk.run_pre_filter(state, the_pod, snapshot)
     assert status is None
-    feasible, rejections, _ = fwk.find_feasible(state, the_pod, snapshot, snapshot.order)
+    search = find_nodes_that_pass_filters(fwk, state, the_pod, snapshot, snapshot.order, {})
+    feasible, rejections = search.feasible, search.rejections
     names = sorted(snapshot.table.info(int(slot)).name for slot in feasible)
     return state, names, fit_error_message(len(snapshot), rejections.to_diagnosis(snapshot.table))
 

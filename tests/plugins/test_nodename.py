@@ -1,11 +1,11 @@
 from __future__ import annotations
 
 import pytest
-from builders import make_node, make_pod, per_node_and_batch_filter, table_of
 
 from scheduler.framework import ActionType, Code, CycleState
 from scheduler.framework.interface import NODE
 from scheduler.plugins.nodename import ERR_REASON, NodeName
+from scheduler.testing.builders import make_node, make_pod, per_node_and_batch_filter, table_of
 
 
 @pytest.mark.parametrize(

@@ -1,10 +1,10 @@
 from __future__ import annotations
 
 import pytest
-from builders import make_node, make_pod, per_node_and_batch_filter, table_of
 
 from scheduler.framework import Code, CycleState, QueueingHint
 from scheduler.plugins.nodeports import ERR_REASON, NodePorts
+from scheduler.testing.builders import make_node, make_pod, per_node_and_batch_filter, table_of
 
 
 @pytest.mark.parametrize(

@@ -1,11 +1,11 @@
 from __future__ import annotations
 
 import pytest
-from builders import make_node, make_pod, per_node_and_batch_score, table_of
 
 from scheduler.config.args import NodeResourcesBalancedAllocationArgs, ResourceSpec
 from scheduler.framework import CycleState
 from scheduler.plugins.noderesources import BalancedAllocation
+from scheduler.testing.builders import make_node, make_pod, per_node_and_batch_score, table_of
 
 CPU_MEM_EPH = NodeResourcesBalancedAllocationArgs(
     [ResourceSpec("cpu"), ResourceSpec("memory"), ResourceSpec("ephemeral-storage")]

@@ -1,14 +1,6 @@
 from __future__ import annotations
 
 import pytest
-from builders import (
-    make_node,
-    make_pod,
-    per_node_and_batch_filter,
-    per_node_and_batch_score,
-    pod_dict,
-    table_of,
-)
 
 from scheduler.api import Pod
 from scheduler.config.args import (
@@ -22,6 +14,14 @@ from scheduler.config.args import (
 from scheduler.framework import ActionType, Code, CycleState, QueueingHint
 from scheduler.framework.interface import NODE, POD
 from scheduler.plugins.noderesources import Fit
+from scheduler.testing.builders import (
+    make_node,
+    make_pod,
+    per_node_and_batch_filter,
+    per_node_and_batch_score,
+    pod_dict,
+    table_of,
+)
 
 GPU = "example.com/gpu"
 

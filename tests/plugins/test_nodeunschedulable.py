@@ -1,10 +1,10 @@
 from __future__ import annotations
 
 import pytest
-from builders import make_node, make_pod, per_node_and_batch_filter, table_of
 
 from scheduler.framework import Code, CycleState, QueueingHint
 from scheduler.plugins.nodeunschedulable import ERR_REASON_UNSCHEDULABLE, NodeUnschedulable
+from scheduler.testing.builders import make_node, make_pod, per_node_and_batch_filter, table_of
 
 UNSCHEDULABLE_TOLERATION = {
     "key": "node.kubernetes.io/unschedulable",

@@ -7,13 +7,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from builders import FakeHandle, make_node, make_pod, table_of
-from volume_builders import csi_node, pv, pvc, storage_class, volume_pod, volume_pod_dict
 
 from scheduler.api import Pod
 from scheduler.framework import ActionType, ClusterEvent, Code, CycleState, QueueingHint, Status
 from scheduler.framework.interface import CSI_NODE, VOLUME_ATTACHMENT
 from scheduler.plugins.nodevolumelimits import ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED, NodeVolumeLimits
+from scheduler.testing.builders import FakeHandle, make_node, make_pod, table_of
+from scheduler.testing.storage import csi_node, pv, pvc, storage_class, volume_pod, volume_pod_dict
 
 DRIVER, OTHER = "ebs.csi.example.com", "gce.csi.example.com"
 VOLUMES = [pv(f"pv-{i}", csi=(DRIVER, f"h{i}"), claim=("default", f"c{i}")) for i in range(4)]

@@ -8,16 +8,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from builders import (
-    Cluster,
-    FakeHandle,
-    FakeSnapshot,
-    expand_verdicts,
-    make_node,
-    node_dict,
-    pod_dict,
-    table_of,
-)
 
 from scheduler.api import Node, Pod
 from scheduler.config.args import PodTopologySpreadArgs
@@ -28,6 +18,16 @@ from scheduler.plugins.podtopologyspread import (
     PodTopologySpread,
 )
 from scheduler.plugins.podtopologyspread.defaults import default_selector
+from scheduler.testing.builders import (
+    Cluster,
+    FakeHandle,
+    FakeSnapshot,
+    expand_verdicts,
+    make_node,
+    node_dict,
+    pod_dict,
+    table_of,
+)
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"

@@ -1,9 +1,8 @@
 from __future__ import annotations
 
-from builders import make_pod
-
 from scheduler.framework import QueuedPodInfo
 from scheduler.plugins.queuesort import PrioritySort
+from scheduler.testing.builders import make_pod
 
 
 def test_higher_priority_sorts_first_then_the_earlier_timestamp() -> None:

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from builders import FakeHandle
-
 from scheduler.config.args import ARGS_TYPES
 from scheduler.framework import (
     BatchFilterPlugin,
@@ -14,6 +12,7 @@ from scheduler.framework import (
     ScorePlugin,
 )
 from scheduler.plugins import in_tree_registry, names
+from scheduler.testing.builders import FakeHandle
 
 HOT_FILTERS = {
     names.NODE_UNSCHEDULABLE,

@@ -1,9 +1,8 @@
 from __future__ import annotations
 
-from builders import make_pod
-
 from scheduler.framework import ActionType, Code, QueueingHint
 from scheduler.plugins.schedulinggates import SchedulingGates
+from scheduler.testing.builders import make_pod
 
 
 def test_a_pod_without_gates_is_admitted() -> None:

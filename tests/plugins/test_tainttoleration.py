@@ -2,10 +2,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from builders import make_node, make_pod, per_node_and_batch_filter, per_node_and_batch_score, table_of
 
 from scheduler.framework import Code, CycleState, QueueingHint
 from scheduler.plugins.tainttoleration import ERR_REASON_UNTOLERATED, TaintToleration
+from scheduler.testing.builders import (
+    make_node,
+    make_pod,
+    per_node_and_batch_filter,
+    per_node_and_batch_score,
+    table_of,
+)
 
 FOO_NO_SCHEDULE = ("foo", "bar", "NoSchedule")
 FOO_NO_EXECUTE = ("foo", "bar", "NoExecute")

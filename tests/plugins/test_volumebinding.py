@@ -8,18 +8,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from builders import FakeClient, FakeHandle, make_node, make_pod, table_of
-from volume_builders import (
-    HOSTNAME,
-    ZONE,
-    affinity,
-    capacity,
-    csi_driver,
-    pv,
-    pvc,
-    storage_class,
-    volume_pod,
-)
 
 from scheduler.framework import ActionType, ApiResponse, Code, CycleState, QueueingHint, Status
 from scheduler.plugins.volumebinding import VolumeBinding
@@ -31,6 +19,18 @@ from scheduler.plugins.volumebinding.binder import (
     ERR_UNBOUND_IMMEDIATE,
 )
 from scheduler.plugins.volumebinding.storage import ANN_SELECTED_NODE
+from scheduler.testing.builders import FakeClient, FakeHandle, make_node, make_pod, table_of
+from scheduler.testing.storage import (
+    HOSTNAME,
+    ZONE,
+    affinity,
+    capacity,
+    csi_driver,
+    pv,
+    pvc,
+    storage_class,
+    volume_pod,
+)
 
 NODES = [
     make_node("node-a", labels={ZONE: "a"}),

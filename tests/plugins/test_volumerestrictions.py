@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import pytest
-from builders import FakeHandle, make_node, make_pod, pod_dict, table_of
-from volume_builders import pvc, volume_pod, volume_pod_dict
 
 from scheduler.api import Pod
 from scheduler.framework import ActionType, Code, CycleState, QueueingHint, Status
@@ -14,6 +12,8 @@ from scheduler.plugins.volumerestrictions import (
     ERR_REASON_RWOP_CONFLICT,
     VolumeRestrictions,
 )
+from scheduler.testing.builders import FakeHandle, make_node, make_pod, pod_dict, table_of
+from scheduler.testing.storage import pvc, volume_pod, volume_pod_dict
 
 CLAIMS = [pvc("solo", modes=("ReadWriteOncePod",)), pvc("shared", modes=("ReadWriteOnce",))]
 

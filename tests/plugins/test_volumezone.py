@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from builders import FakeHandle, make_node, make_pod, table_of
-from volume_builders import pv, pvc, storage_class, volume_pod
 
 from scheduler.framework import ActionType, Code, CycleState, QueueingHint, Status
 from scheduler.plugins.volumezone import ERR_REASON_CONFLICT, VolumeZone, pv_topologies
+from scheduler.testing.builders import FakeHandle, make_node, make_pod, table_of
+from scheduler.testing.storage import pv, pvc, storage_class, volume_pod
 
 ZONE, REGION = "topology.kubernetes.io/zone", "topology.kubernetes.io/region"
 BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"

@@ -21,8 +21,8 @@ from scheduler.framework import (
     Status,
 )
 from scheduler.framework.messages import fit_error_message
-from scheduler.runtime import CycleError, Framework, FrameworkError
-from scheduler.runtime.framework import num_feasible_nodes_to_find
+from scheduler.runtime import Framework, FrameworkError
+from scheduler.schedule_one import find_nodes_that_pass_filters, num_feasible_nodes_to_find, select_host
 
 
 class Sort:
@@ -186,7 +186,8 @@ def test_number_of_feasible_nodes_to_find_follows_upstream(percentage, nodes, ex
 def test_without_score_plugins_the_first_feasible_node_is_enough():
     fwk = Framework(profile([PluginRef("Sort"), PluginRef("Binder"), PluginRef("NotNamed")]), REGISTRY, None)
     snapshot = Snapshot(make_table(6))
-    feasible, _, processed = fwk.find_feasible(CycleState(), POD, snapshot, snapshot.order)
+    search = find_nodes_that_pass_filters(fwk, CycleState(), POD, snapshot, snapshot.order, {})
+    feasible, processed = search.feasible, search.processed
     assert feasible.tolist() == [0]
     assert processed == 1
 
@@ -199,7 +200,8 @@ def test_batch_and_per_node_filters_attribute_each_rejection_to_the_first_failin
         None,
     )
     snapshot = Snapshot(make_table(6))
-    feasible, rejections, processed = fwk.find_feasible(CycleState(), POD, snapshot, snapshot.order)
+    search = find_nodes_that_pass_filters(fwk, CycleState(), POD, snapshot, snapshot.order, {})
+    feasible, rejections, processed = search.feasible, search.rejections, search.processed
     assert feasible.tolist() == [0, 4]
     assert processed == 6
     diagnosis = rejections.to_diagnosis(snapshot.table)
@@ -220,7 +222,8 @@ def test_the_search_stops_once_enough_feasible_nodes_are_found():
     )
     fwk.percentage_of_nodes_to_score = 1  # 100 of 400 nodes
     snapshot = Snapshot(make_table(400))
-    feasible, _, processed = fwk.find_feasible(CycleState(), POD, snapshot, snapshot.order)
+    search = find_nodes_that_pass_filters(fwk, CycleState(), POD, snapshot, snapshot.order, {})
+    feasible, processed = search.feasible, search.processed
     assert len(feasible) == 100
     assert processed == 101  # node-2 was rejected on the way
 
@@ -230,17 +233,17 @@ def test_scores_are_weighted_and_the_best_node_wins():
         profile([PluginRef("Sort"), PluginRef("Binder"), PluginRef("SlotScore", 3)]),
         REGISTRY,
         None,
-        rng=random.Random(1),
     )
     table = make_table(5)
-    totals = fwk.run_scoring(CycleState(), POD, table, np.array([1, 3, 2]))
+    totals, status = fwk.run_scoring(CycleState(), POD, table, np.array([1, 3, 2]))
+    assert status is None
     assert totals.tolist() == [3, 9, 6]
-    assert fwk.select_host(totals) == 1
+    assert select_host(totals, random.Random(1)) == 1
 
 
 def test_ties_are_broken_at_random_among_the_best():
-    fwk = Framework(profile([PluginRef("Sort"), PluginRef("Binder")]), REGISTRY, None, rng=random.Random(7))
-    picks = {fwk.select_host(np.array([5, 9, 9, 1, 9])) for _ in range(200)}
+    rng = random.Random(7)
+    picks = {select_host(np.array([5, 9, 9, 1, 9]), rng) for _ in range(200)}
     assert picks == {1, 2, 4}
 
 
@@ -324,14 +327,12 @@ def test_a_plugin_that_raises_ends_the_cycle_with_an_error_worded_as_upstream(po
     points = {point: PluginSet(enabled=[PluginRef("Exploding")])}
     fwk = Framework(profile(enabled, **points), registry, None)
     snapshot = Snapshot(make_table(3))
-    with pytest.raises(CycleError) as caught:
-        if point == "filter":
-            fwk.find_feasible(CycleState(), POD, snapshot, snapshot.order)
-        else:
-            fwk.run_scoring(CycleState(), POD, snapshot.table, snapshot.order)
-    assert caught.value.status.plugin == "Exploding"
-    assert caught.value.status.code == Code.ERROR
-    assert caught.value.status.message() == message
+    if point == "filter":
+        status = find_nodes_that_pass_filters(fwk, CycleState(), POD, snapshot, snapshot.order, {}).error
+    else:
+        _, status = fwk.run_scoring(CycleState(), POD, snapshot.table, snapshot.order)
+    assert status is not None
+    assert (status.plugin, status.code, status.message()) == ("Exploding", Code.ERROR, message)
 
 
 class OutOfRange:
@@ -349,9 +350,8 @@ def test_a_score_above_100_is_an_error_worded_as_upstream():
     fwk = Framework(
         profile([PluginRef("Sort"), PluginRef("Binder"), PluginRef("OutOfRange")]), registry, None
     )
-    with pytest.raises(CycleError) as caught:
-        fwk.run_scoring(CycleState(), POD, make_table(2), np.array([0, 1]))
-    assert caught.value.status.message() == (
+    _, status = fwk.run_scoring(CycleState(), POD, make_table(2), np.array([0, 1]))
+    assert status is not None and status.message() == (
         'applying score defaultWeights on Score plugins: plugin "OutOfRange" returns an invalid score 101, '
         "it should in the range of [0, 100] after normalizing"
     )
@@ -414,7 +414,7 @@ async def test_a_waiting_permit_says_why_and_times_out_with_upstreams_wording():
         "waiting for the gang",
         "one or more plugins asked to wait and no plugin rejected pod",
     )
-    waiting = fwk.waiting_pods[POD.uid]
+    waiting = fwk.waiting_pods.get(POD.uid)
     # the timeout is cut to upstream's 15 minutes; the message prints it as a Go duration
     assert waiting.timeouts == {"Waits": 900.0}
     waiting.reject("Waits", waiting.timeout_message("Waits"))
@@ -436,11 +436,10 @@ class _Metrics:
 
 def test_extension_points_are_timed_and_plugins_only_in_sampled_cycles():
     metrics = _Metrics()
-    handle = type("Handle", (), {"metrics": metrics})()
     plugins = [PluginRef("Sort"), PluginRef("Binder"), PluginRef("EvenSlotsOnly"), PluginRef("SlotScore")]
-    fwk = Framework(profile(plugins), REGISTRY, handle)
+    fwk = Framework(profile(plugins), REGISTRY, None, metrics=metrics)
     snapshot = Snapshot(make_table(4))
-    fwk.find_feasible(CycleState(), POD, snapshot, snapshot.order)
+    find_nodes_that_pass_filters(fwk, CycleState(), POD, snapshot, snapshot.order, {})
     assert metrics.points == [("Filter", "Success", "test")]
     assert metrics.plugins == []
     sampled = CycleState()

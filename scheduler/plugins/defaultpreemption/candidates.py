@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.api import Pod
-from scheduler.framework import Code, CycleState, NodeInfo, Status
+from scheduler.framework import Code, CycleState, NodeInfo, PluginsRunner, Status
 from scheduler.plugins.defaultpreemption.pdb import Budget
 from scheduler.plugins.defaultpreemption.prechecks import (
     extensions_active,
@@ -17,7 +17,6 @@ from scheduler.plugins.defaultpreemption.prechecks import (
 )
 from scheduler.plugins.defaultpreemption.victims import (
     NO_VICTIMS,
-    FilterRunner,
     Victims,
     select_victims,
     start_time,
@@ -38,7 +37,7 @@ def num_candidates(num_nodes: int, percentage: int, absolute: int) -> int:
 
 
 def dry_run(
-    runner: FilterRunner,
+    runner: PluginsRunner,
     state: CycleState,
     pod: Pod,
     nodes: Sequence[NodeInfo],

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from scheduler.api import Pod
 from scheduler.client.pods import STRATEGIC_MERGE, delete_pod, patch_pod_condition, pod_path
 from scheduler.client.rest import ApiError, raise_for_status
-from scheduler.framework import Handle
+from scheduler.framework import Handle, WaitingPods
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ class Executor:
     deletion reaches the cache (an assigned-pod delete event).
     """
 
-    def __init__(self, handle: Handle, plugin_name: str, waiting_pods: Callable[[], Mapping[str, Any]]):
+    def __init__(self, handle: Handle, plugin_name: str, waiting_pods: Callable[[], WaitingPods]):
         self._handle = handle
         self._plugin_name = plugin_name
         self._waiting_pods = waiting_pods

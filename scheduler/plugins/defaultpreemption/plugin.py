@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from collections.abc import Sequence
+from typing import ClassVar
 
 from scheduler.api import Pod
 from scheduler.config import DefaultPreemptionArgs
@@ -20,15 +20,16 @@ from scheduler.framework import (
     Diagnosis,
     Handle,
     NodeInfo,
+    PluginsRunner,
     PostFilterResult,
     Status,
+    WaitingPods,
 )
 from scheduler.framework.messages import fit_error_message
 from scheduler.plugins import names
 from scheduler.plugins.defaultpreemption.candidates import Candidate, dry_run, num_candidates, pick_one
 from scheduler.plugins.defaultpreemption.executor import Executor, terminating_by_preemption
 from scheduler.plugins.defaultpreemption.pdb import Budget, parse_budgets
-from scheduler.plugins.defaultpreemption.victims import FilterRunner
 
 log = logging.getLogger(__name__)
 
@@ -62,9 +63,8 @@ class DefaultPreemption:
         self, state: CycleState, pod: Pod, diagnosis: Diagnosis
     ) -> tuple[PostFilterResult | None, Status | None]:
         result, status, victims = self._preempt(state, pod, diagnosis)
-        observe = getattr(self._handle, "observe_preemption", None)
-        if callable(observe):
-            observe(victims)
+        if self._handle.metrics is not None:
+            self._handle.metrics.observe_preemption(victims)
         if status is not None and status.reasons:
             status = Status(status.code, (f"preemption: {status.message()}",), self.name, status.error)
         return result, status
@@ -149,14 +149,11 @@ class DefaultPreemption:
 
     # ------------------------------------------------------------------ helpers
 
-    def _runner(self) -> FilterRunner:
-        runner = getattr(self._handle, "framework", None)
-        if runner is None:
-            raise RuntimeError("DefaultPreemption needs a handle that exposes its framework")
-        return runner
+    def _runner(self) -> PluginsRunner:
+        return self._handle.plugins_runner
 
-    def _waiting_pods(self) -> Mapping[str, Any]:
-        return getattr(getattr(self._handle, "framework", None), "waiting_pods", None) or {}
+    def _waiting_pods(self) -> WaitingPods:
+        return self._handle.waiting_pods
 
     def _latest(self, pod: Pod) -> Pod:
         """The informer's newest copy (its nominatedNodeName may have changed meanwhile)."""

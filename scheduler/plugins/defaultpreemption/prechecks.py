@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from scheduler.api import Pod
-from scheduler.framework import CycleState, NodeInfo
+from scheduler.framework import CycleState, NodeInfo, PluginsRunner, PreFilterExtensions
 from scheduler.plugins.nodeaffinity import NodeAffinity
 from scheduler.plugins.nodename import NodeName
 from scheduler.plugins.noderesources import Fit
@@ -37,22 +37,15 @@ def _active(plugins: Any, state: CycleState) -> list[Any]:
     return [p for p in plugins if p.name not in state.skip_filter_plugins]
 
 
-def extensions_active(runner: Any, state: CycleState) -> bool:
-    """Would the runner call some AddPod/RemovePod extension for this cycle? (True when unknown.)"""
-    plugins = getattr(runner, "pre_filter_plugins", None)
-    if plugins is None:
-        return True
-    return any(
-        getattr(p, "add_pod", None) is not None or getattr(p, "remove_pod", None) is not None
-        for p in _active(plugins, state)
-    )
+def extensions_active(runner: PluginsRunner, state: CycleState) -> bool:
+    """Would the runner call some AddPod/RemovePod extension for this cycle?"""
+    return any(isinstance(p, PreFilterExtensions) for p in _active(runner.pre_filter_plugins, state))
 
 
-def hopeless_check(runner: Any, state: CycleState, pod: Pod) -> Callable[[NodeInfo], bool] | None:
+def hopeless_check(runner: PluginsRunner, state: CycleState, pod: Pod) -> Callable[[NodeInfo], bool] | None:
     """A test for "no victims here can make room for ``pod``", or None when the profile's filters
     give no such guarantee (NodeResourcesFit is not among the active filters)."""
-    plugins = getattr(runner, "filter_plugins", None)
-    if plugins is None or not any(isinstance(p, Fit) for p in _active(plugins, state)):
+    if not any(isinstance(p, Fit) for p in _active(runner.filter_plugins, state)):
         return None
     want = pod.requests
     priority = pod.priority
@@ -80,18 +73,17 @@ def hopeless_check(runner: Any, state: CycleState, pod: Pod) -> Callable[[NodeIn
     return hopeless
 
 
-def fit_only_refilter(runner: Any, state: CycleState, pod: Pod) -> Callable[[NodeInfo], bool] | None:
+def fit_only_refilter(
+    runner: PluginsRunner, state: CycleState, pod: Pod
+) -> Callable[[NodeInfo], bool] | None:
     """NodeResourcesFit's verdict on a node as a plain yes/no, when Fit is the only active filter
     whose verdict depends on the pods (None otherwise).
 
     It is Fit's own test (``insufficient`` finding no reason) without building the reasons: the
     dry run's re-checks only ask whether the pod still fits.
     """
-    plugins = getattr(runner, "filter_plugins", None)
-    if plugins is None:
-        return None
     fit = None
-    for plugin in _active(plugins, state):
+    for plugin in _active(runner.filter_plugins, state):
         if isinstance(plugin, Fit):
             fit = plugin
         elif not isinstance(plugin, _NODE_ONLY):

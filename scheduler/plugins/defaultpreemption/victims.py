@@ -4,31 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from scheduler.api import Pod
-from scheduler.framework import CycleState, NodeInfo, Status
+from scheduler.framework import CycleState, NodeInfo, PluginsRunner, Status
 from scheduler.plugins.defaultpreemption.pdb import Budget, split_by_violation
 
 NO_VICTIMS = "No preemption victims found for incoming pod"
 # A pod without a start time counts as started now: the least important among equals.
 _NOT_STARTED = "9999-12-31T23:59:59Z"
-
-
-class FilterRunner(Protocol):
-    """The part of the profile's Framework a dry run needs."""
-
-    def run_filters_with_nominated_pods(
-        self, state: CycleState, pod: Pod, info: NodeInfo
-    ) -> Status | None: ...
-
-    def run_pre_filter_extension_add_pod(
-        self, state: CycleState, pod: Pod, pod_to_add: Pod, info: NodeInfo
-    ) -> Status | None: ...
-
-    def run_pre_filter_extension_remove_pod(
-        self, state: CycleState, pod: Pod, pod_to_remove: Pod, info: NodeInfo
-    ) -> Status | None: ...
 
 
 def start_time(pod: Pod) -> str:
@@ -49,7 +32,7 @@ class Victims:
 
 
 def select_victims(
-    runner: FilterRunner,
+    runner: PluginsRunner,
     state: CycleState,
     pod: Pod,
     info: NodeInfo,
@@ -86,7 +69,7 @@ def select_victims(
     if not potential:
         return None, Status.unresolvable(NO_VICTIMS)
     # Preemption does not try to satisfy affinity to the pods it would remove (as upstream).
-    if (status := runner.run_filters_with_nominated_pods(state, pod, info)) is not None:
+    if (status := runner.run_filter_plugins_with_nominated_pods(state, pod, info)) is not None:
         return None, status
 
     potential.sort(key=importance)
@@ -96,7 +79,7 @@ def select_victims(
     def still_fits() -> bool:
         if fits is not None:
             return fits(info)
-        return runner.run_filters_with_nominated_pods(state, pod, info) is None
+        return runner.run_filter_plugins_with_nominated_pods(state, pod, info) is None
 
     def reprieve(candidate: Pod) -> tuple[bool, Status | None]:
         if (status := add(candidate)) is not None:

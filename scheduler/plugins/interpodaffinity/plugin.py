@@ -35,7 +35,7 @@ from scheduler.framework import (
     Status,
 )
 from scheduler.framework.interface import NODE, POD, PodsByLabel
-from scheduler.framework.pod_index import PodIndex, index_of
+from scheduler.framework.pod_index import PodIndex
 from scheduler.plugins import names
 from scheduler.plugins.interpodaffinity.counting import ExistingTerms, PlacedMatches
 from scheduler.plugins.interpodaffinity.filtering import (
@@ -201,7 +201,7 @@ class InterPodAffinity:
                 self._columns,
                 self._existing,
                 self._placed,
-                index_of(nodes),
+                nodes.pod_index(),
             )
         except SelectorError as exc:  # an existing pod's invalid term
             return None, Status.from_error(exc)
@@ -264,7 +264,7 @@ class InterPodAffinity:
                 table.add(info.clone())  # the clone takes a slot of its own table
             index: PodsByLabel = PodIndex.of(nodes)
         else:
-            table, index = snapshot.table, index_of(snapshot)
+            table, index = snapshot.table, snapshot.pod_index()
         try:
             scores = compute_topology_scores(
                 pod,

@@ -33,7 +33,7 @@ from scheduler.framework import (
     Status,
 )
 from scheduler.framework.interface import NODE, POD
-from scheduler.framework.pod_index import PodIndex, index_of
+from scheduler.framework.pod_index import PodIndex
 from scheduler.plugins import names
 from scheduler.plugins.podtopologyspread.common import (
     DO_NOT_SCHEDULE,
@@ -175,7 +175,7 @@ class PodTopologySpread:
             return None, Status.skip()
         state.write(
             _PRE_FILTER_KEY,
-            compute_pre_filter_state(pod, constraints, nodes, index_of(nodes), self._columns),
+            compute_pre_filter_state(pod, constraints, nodes, nodes.pod_index(), self._columns),
         )
         return None, None
 
@@ -224,7 +224,7 @@ class PodTopologySpread:
         if snapshot is None:  # no cluster view: the candidates are all there is
             index, lookup, table = PodIndex.of(nodes), {info.name: info for info in nodes}.get, None
         else:
-            index, lookup, table = index_of(snapshot), snapshot.get, snapshot.table
+            index, lookup, table = snapshot.pod_index(), snapshot.get, snapshot.table
         # System defaults spread over hosts even on nodes without a zone label.
         require_all = bool(pod.topology_spread_constraints) or not self._system_defaulted
         found = compute_pre_score_state(

@@ -1,9 +1,9 @@
-"""Builders shared by plugin tests (and by anyone testing code that runs plugins).
+"""Builders for tests of plugins (and of anything that runs plugins).
 
 ``make_pod`` / ``make_node`` return API views (``pod_dict`` / ``node_dict`` the raw JSON);
 ``table_of`` lays nodes and pods out exactly as the cache does (NodeTable.add, NodeInfo.add_pod,
-NodeTable.sync_row); ``FakeHandle`` is a framework Handle over such a table with a scripted
-ApiClient.
+NodeTable.sync_row); ``FakeHandle`` is a complete framework Handle over such a table, with a
+scripted ApiClient, recorded events, plain-dict listers and a fake clock.
 """
 
 from __future__ import annotations
@@ -23,8 +23,13 @@ from scheduler.framework import (
     NodeInfo,
     NodeTable,
     NodeVerdicts,
+    PluginsRunner,
     Status,
+    WaitingPods,
 )
+from scheduler.framework.pod_index import PodIndex
+from scheduler.runtime.waiting import WaitingPodMap
+from scheduler.testing.clock import FakeClock
 
 _uids = itertools.count(1)
 
@@ -230,6 +235,10 @@ class FakeSnapshot:
         self.table = cluster.table
         self._infos = list(cluster.infos)
         self._by_name = {info.name: info for info in self._infos}
+        self.order = cluster.slots
+
+    def pod_index(self) -> PodIndex:
+        return PodIndex.of(self._infos)
 
     def node_infos(self) -> Sequence[NodeInfo]:
         return self._infos
@@ -320,9 +329,21 @@ class FakeLister:
         return list(self._objects.values())
 
 
+class RecordedMetrics:
+    """The plugin metrics a FakeHandle records."""
+
+    def __init__(self) -> None:
+        self.preemptions: list[int | None] = []
+
+    def observe_preemption(self, victims: int | None) -> None:
+        self.preemptions.append(victims)
+
+
 class FakeHandle:
-    """A framework Handle for tests: a snapshot over a Cluster, a FakeClient, recorded events,
-    and listers of plain API dicts (``listers={"persistentvolumes": [...]}``; other kinds empty)."""
+    """A framework Handle for tests: a snapshot over a Cluster, a FakeClient, recorded events and
+    metrics, listers of plain API dicts (``listers={"persistentvolumes": [...]}``; other kinds
+    empty) and a FakeClock. ``plugins_runner`` and ``waiting_pods`` come from the Framework the
+    handle is attached to (``attach``), as in the scheduler."""
 
     def __init__(
         self,
@@ -331,14 +352,42 @@ class FakeHandle:
         scheduler_name: str = "pyscheduler",
         nominated: Mapping[str, Sequence[Pod]] | None = None,
         listers: Mapping[str, Iterable[Mapping[str, Any]]] | None = None,
+        clock: FakeClock | None = None,
     ) -> None:
         self._snapshot = FakeSnapshot(cluster or table_of([]))
         self._client = client or FakeClient()
         self._scheduler_name = scheduler_name
         self._nominated = dict(nominated or {})
+        self._clock = clock or FakeClock()
+        self._runner: PluginsRunner | None = None
+        self._waiting: WaitingPods = WaitingPodMap()
         self.events: list[RecordedEvent] = []
         self.activated: list[Pod] = []
+        self.recorded_metrics = RecordedMetrics()
         self.listers = {kind: FakeLister(objects) for kind, objects in (listers or {}).items()}
+
+    def attach(self, framework: PluginsRunner) -> None:
+        """Take ``plugins_runner`` and ``waiting_pods`` from a built Framework."""
+        self._runner = framework
+        self._waiting = framework.waiting_pods  # type: ignore[attr-defined]
+
+    @property
+    def clock(self) -> FakeClock:
+        return self._clock
+
+    @property
+    def metrics(self) -> RecordedMetrics:
+        return self.recorded_metrics
+
+    @property
+    def plugins_runner(self) -> PluginsRunner:
+        if self._runner is None:
+            raise RuntimeError("attach() the handle to a Framework first")
+        return self._runner
+
+    @property
+    def waiting_pods(self) -> WaitingPods:
+        return self._waiting
 
     @property
     def snapshot(self) -> FakeSnapshot:

@@ -7,9 +7,8 @@ import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from builders import pod_dict
-
 from scheduler.api import Pod
+from scheduler.testing.builders import pod_dict
 
 _versions = itertools.count(100)
 

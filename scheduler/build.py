@@ -1,0 +1,126 @@
+"""``build_scheduler``: the cache, the queue, one Framework per profile and the Scheduler, wired.
+
+The app, the benchmarks, the tools and the tests all build the scheduler this one way; what
+differs between them is only what they pass in (a real API client or a scripted one, an event
+recorder or a list, real or fake time).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from scheduler.api import Pod
+from scheduler.cache import Cache
+from scheduler.config import SchedulerConfiguration
+from scheduler.framework import ApiClient, ObjectLister, PluginFactory
+from scheduler.framework.clock import REAL_CLOCK, Clock
+from scheduler.queue import ProfilesPolicy, SchedulingQueue
+from scheduler.runtime import Framework, FrameworkError
+from scheduler.runtime.handle import FrameworkHandle
+from scheduler.schedule_one import EventSink, Scheduler, StatusSink
+
+if TYPE_CHECKING:
+    from scheduler.metrics import SchedulerMetrics
+
+
+class DiscardEvents:
+    """Events go nowhere (offline checks, benchmarks)."""
+
+    def record(self, *args: Any) -> None:
+        pass
+
+
+class DiscardStatus:
+    """Pod status writes go nowhere (offline checks, benchmarks)."""
+
+    def submit(self, *args: Any) -> None:
+        pass
+
+    async def write_now(self, *args: Any) -> None:
+        pass
+
+
+@dataclass(slots=True)
+class SchedulerParts:
+    cache: Cache
+    queue: SchedulingQueue
+    frameworks: dict[str, Framework]
+    scheduler: Scheduler
+
+
+def build_scheduler(
+    config: SchedulerConfiguration,
+    registry: Mapping[str, PluginFactory],
+    client: ApiClient,
+    *,
+    events: EventSink,
+    status: StatusSink,
+    current_pod: Callable[[Pod], Pod | None],
+    listers: Mapping[str, ObjectLister] | None = None,
+    metrics: SchedulerMetrics | None = None,
+    clock: Clock = REAL_CLOCK,
+    rng: random.Random | None = None,
+    max_inflight_bindings: int = 256,
+) -> SchedulerParts:
+    """Every profile of ``config`` built from ``registry`` (FrameworkError names what is wrong).
+
+    ``events.record`` receives every event; ``listers`` (shared, may be filled later) backs
+    ``handle.lister``; ``current_pod`` is the informer's copy of a pod.
+    """
+    cache = Cache(metrics=metrics, clock=clock.now)
+    queue: SchedulingQueue | None = None
+
+    def the_queue() -> SchedulingQueue:
+        assert queue is not None, "the queue is built right after the profiles"
+        return queue
+
+    frameworks: dict[str, Framework] = {}
+    for index, profile in enumerate(config.profiles):
+        handle = FrameworkHandle(
+            profile.scheduler_name,
+            client,
+            cache.snapshot,
+            events.record,
+            lambda node: the_queue().nominated_pods_for_node(node),
+            listers,
+            metrics=metrics,
+            activate=lambda pods: the_queue().activate(pods),
+            clock=clock,
+        )
+        try:
+            framework = Framework(
+                profile,
+                registry,
+                handle,
+                percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
+                clock=clock,
+                metrics=metrics,
+            )
+        except FrameworkError as exc:
+            raise FrameworkError(f"profiles[{index}] ({profile.scheduler_name}): {exc}") from exc
+        handle.attach(framework)
+        frameworks[profile.scheduler_name] = framework
+    first = frameworks[config.profiles[0].scheduler_name]
+    queue = SchedulingQueue(
+        sort_key=first.sort_key,
+        policy=ProfilesPolicy(frameworks),
+        initial_backoff=config.pod_initial_backoff_seconds,
+        max_backoff=config.pod_max_backoff_seconds,
+        clock=clock.now,
+        metrics=metrics,
+    )
+    scheduler = Scheduler(
+        cache=cache,
+        queue=queue,
+        frameworks=frameworks,
+        events=events,
+        status=status,
+        current_pod=current_pod,
+        metrics=metrics,
+        max_inflight_bindings=max_inflight_bindings,
+        rng=rng,
+    )
+    return SchedulerParts(cache, queue, frameworks, scheduler)
