@@ -14,18 +14,19 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scheduler import __version__, logs
 from scheduler.api import Node, Pod
 from scheduler.api.kinds import decoder_for
 from scheduler.build import DiscardEvents, DiscardStatus, build_scheduler
+from scheduler.client.backoff import Backoff
 from scheduler.client.config import ClientConfigError, load_client_config
 from scheduler.client.events import EventRecorder
 from scheduler.client.informer import Informer, InformerGroup
 from scheduler.client.outage import OutageLog
-from scheduler.client.rest import KubeClient
+from scheduler.client.rest import KubeClient, TransportError
 from scheduler.client.statuswriter import PodStatusWriter
 from scheduler.config import (
     DEFAULT_PLUGINS,
@@ -36,7 +37,7 @@ from scheduler.config import (
     load_config,
 )
 from scheduler.eventhandlers import MalformedPods, NodeEvents, PodEvents, ResourceEvents
-from scheduler.framework import PluginFactory
+from scheduler.framework import BackgroundPlugin, PluginFactory
 from scheduler.framework.interface import (
     CSI_DRIVER,
     CSI_NODE,
@@ -48,6 +49,7 @@ from scheduler.framework.interface import (
 )
 from scheduler.leaderelection import LeaderElector, LeadershipLost, default_identity
 from scheduler.metrics import SchedulerMetrics
+from scheduler.plugins.loading import PluginLoadError, PluginSource, declared_args, factories, load_registry
 from scheduler.plugins.registry import in_tree_registry
 from scheduler.runtime import FrameworkError
 from scheduler.schedule_one import Scheduler
@@ -94,6 +96,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="hold a Lease so only one replica schedules (overrides the config file)",
     )
     parser.add_argument(
+        "--plugin",
+        dest="plugins",
+        action="append",
+        default=[],
+        metavar="MODULE:CLASS",
+        help="add a plugin from a module or a file (path/to/file.py:Class); repeatable",
+    )
+    parser.add_argument(
         "--allow-default-scheduler-name",
         action="store_true",
         help="let a profile be named default-scheduler, or use the Lease kube-system/kube-scheduler "
@@ -121,7 +131,13 @@ def _parse_bool(text: str) -> bool:
 def main(args: argparse.Namespace) -> int:
     logs.configure(args.verbosity, args.logging_format)
     try:
-        config = load_config(args.config) if args.config else default_config()
+        sources = load_registry(args.plugins)
+    except PluginLoadError as exc:
+        print(f"pyscheduler: {exc}", file=sys.stderr)
+        return 2
+    plugin_args = declared_args(sources)
+    try:
+        config = load_config(args.config, plugin_args) if args.config else default_config(plugin_args)
     except ConfigError as exc:
         print(f"pyscheduler: invalid configuration {args.config}: {exc}", file=sys.stderr)
         return 2
@@ -131,11 +147,11 @@ def main(args: argparse.Namespace) -> int:
     if refusal:
         print(f"pyscheduler: {refusal}", file=sys.stderr)
         return 2
+    registry = factories(sources)
     try:
-        registry = in_tree_registry()
         check_profiles(config, registry)
     except FrameworkError as exc:
-        print(f"pyscheduler: invalid configuration {args.config}: {exc}", file=sys.stderr)
+        print(f"pyscheduler: invalid configuration {args.config or '(defaults)'}: {exc}", file=sys.stderr)
         return 2
     serving = serving_options.from_args(args)
     try:
@@ -143,8 +159,20 @@ def main(args: argparse.Namespace) -> int:
     except TLSConfigError as exc:
         print(f"pyscheduler: {exc}", file=sys.stderr)
         return 2
-    app = SchedulerApp(config, kubeconfig=args.kubeconfig, serving=serving, registry=registry)
+    app = SchedulerApp(
+        config,
+        kubeconfig=args.kubeconfig,
+        serving=serving,
+        registry=registry,
+        watches=watched_kinds(config, sources),
+    )
     return asyncio.run(app.run())
+
+
+def watched_kinds(config: SchedulerConfiguration, sources: Mapping[str, PluginSource]) -> list[str]:
+    """The kinds the enabled out-of-tree plugins declare in ``watches`` ("group/version/plural")."""
+    enabled = {name for profile in config.profiles for name in profile.plugins.enabled_names()}
+    return sorted({kind for name in enabled if name in sources for kind in sources[name].watches})
 
 
 def refuse_default_scheduler(config: SchedulerConfiguration) -> str | None:
@@ -215,8 +243,10 @@ class SchedulerApp:
         serving: ServingOptions | None = None,
         registry: Mapping[str, PluginFactory] | None = None,
         identity: str | None = None,
+        watches: Sequence[str] = (),
     ) -> None:
         self.config = config
+        self.watches = list(watches)  # kinds plugins read beyond the built-in ones
         self.kubeconfig = kubeconfig or config.client_connection.kubeconfig or None
         self.serving = serving or ServingOptions()
         self.registry = dict(registry or in_tree_registry())
@@ -260,7 +290,6 @@ class SchedulerApp:
             metrics=self.metrics,
         )
         self.cache, self.queue, self.frameworks = parts.cache, parts.queue, parts.frameworks
-        self.scheduler = parts.scheduler
         pod_events = PodEvents(self.cache, self.queue, names, self._reject_waiting)
         self.malformed_pods = MalformedPods(names, self.queue, self.recorder, self.status_writer)
         self.pod_informer = Informer(
@@ -290,8 +319,20 @@ class SchedulerApp:
             informers.append(
                 Informer(self.client, path, decode=decode, handler=handler, name=plural, outage=self.outage)
             )
+        for kind in self.watches:  # what out-of-tree plugins declared: each change is a cluster event
+            informers.append(
+                Informer(
+                    self.client,
+                    await self._served_path(kind),
+                    decode=dict,
+                    handler=ResourceEvents(self.queue, kind),
+                    name=kind,
+                    outage=self.outage,
+                )
+            )
         listers.update({informer.name: informer.store for informer in informers})
         self.informers = InformerGroup(informers)
+        self.scheduler = parts.scheduler  # last: tests wait for it to see a fully built app
         lease = self.config.leader_election
         if lease.leader_elect:
             namespace = lease.resource_namespace or _own_namespace()
@@ -322,6 +363,32 @@ class SchedulerApp:
                 ("shutdown", self._shutdown_check),
             ],
         )
+
+    async def _served_path(self, kind: str) -> str:
+        """The collection path of a "group/version/plural" kind, once discovery answers (retried
+        while the API server cannot be reached); MissingResource when the cluster does not serve
+        it, since a plugin needs it and start-up cannot go on."""
+        group_version, _, plural = kind.rpartition("/")
+        if not group_version or not plural:
+            raise MissingResource(f'a plugin watches {kind!r}, which is not "group/version/plural"')
+        base = f"/api/{group_version}" if "/" not in group_version else f"/apis/{group_version}"
+        backoff = Backoff()
+        while True:
+            try:
+                response = await self.client.request("GET", base)
+            except TransportError as exc:
+                self.outage.failed(f"discovery {base}", exc)
+                await asyncio.sleep(backoff.next())
+                continue
+            if response.status < 500 and response.status != 429:
+                break
+            self.outage.failed(f"discovery {base}", f"HTTP {response.status}")
+            await asyncio.sleep(backoff.next())
+        self.outage.recovered(f"discovery {base}")
+        resources = (response.body or {}).get("resources") or () if response.status == 200 else ()
+        if plural not in {resource.get("name") for resource in resources}:
+            raise MissingResource(f"a plugin watches {kind}, which the cluster does not serve")
+        return f"{base}/{plural}"
 
     async def _secure_serving(self) -> tuple[ServingCertificate | None, DelegatedAuth | None]:
         """HTTPS and delegated authentication/authorization, unless --plain-http."""
@@ -372,6 +439,10 @@ class SchedulerApp:
         except ClientConfigError as exc:
             log.error("cannot reach the cluster: %s", exc)
             return 1
+        except MissingResource as exc:
+            log.error("%s", exc)
+            await self.client.close()
+            return 2
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
@@ -418,7 +489,7 @@ class SchedulerApp:
             self.cache.pod_count(),
         )
         if self.elector is None:
-            await self.scheduler.run()
+            await self._schedule()
             return
         try:
             await self.elector.run(self._on_started_leading)
@@ -430,13 +501,28 @@ class SchedulerApp:
     async def _on_started_leading(self) -> None:
         log.info("became the leader (%s); scheduling starts", self.identity)
         try:
-            await self.scheduler.run()
+            await self._schedule()
         except asyncio.CancelledError:
             # Shutting down while leading: the elector keeps renewing while bindings drain,
             # and releases the lease afterwards. A lost lease means stop at once.
             if not self.elector.lost.is_set():
                 await self._drain_bindings()
             raise
+
+    async def _schedule(self) -> None:
+        """The scheduling loop, with the plugins' background work running beside it."""
+        background = [
+            asyncio.create_task(_background(plugin), name=f"plugin {plugin.name}")
+            for fwk in self.frameworks.values()
+            for plugin in fwk.plugins.values()
+            if isinstance(plugin, BackgroundPlugin)
+        ]
+        try:
+            await self.scheduler.run()
+        finally:
+            for task in background:
+                task.cancel()
+            await asyncio.gather(*background, return_exceptions=True)
 
     async def _drain_bindings(self) -> None:
         if not await self.scheduler.wait_for_bindings(SHUTDOWN_GRACE_SECONDS):
@@ -488,6 +574,19 @@ class _ProfileEvents:
     def record(self, obj: Any, event_type: str, reason: str, action: str, note: str) -> None:
         name = getattr(obj, "scheduler_name", "")
         self.recorders.get(name, self._first).record(obj, event_type, reason, action, note)
+
+
+async def _background(plugin: BackgroundPlugin) -> None:
+    try:
+        await plugin.run_in_background()
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        log.exception("the background work of plugin %s stopped with an error", plugin.name)
+
+
+class MissingResource(Exception):
+    """A kind a plugin needs is not served by the cluster (exit 2: nothing to retry)."""
 
 
 class _Offline:

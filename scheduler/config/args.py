@@ -25,6 +25,7 @@ from .decode import (
 )
 from .durations import format_duration
 from .fielderrors import FieldErrors, child, index
+from .typedargs import decode_dataclass
 from .types import API_VERSION
 
 __all__ = [
@@ -372,13 +373,19 @@ ARGS_TYPES: dict[str, type] = {
 }
 
 
-def decode_args(errs: FieldErrors, path: str, plugin: str, raw: object) -> object:
+def decode_args(
+    errs: FieldErrors, path: str, plugin: str, raw: object, plugin_args: Mapping[str, type] | None = None
+) -> object:
     """The args object for `plugin` from `pluginConfig[i].args` (`raw` may be None).
 
-    Known plugins get their typed args (defaults for what is missing); any other
-    plugin keeps the raw mapping, as upstream keeps runtime.Unknown.
+    Built-in plugins get their typed args (defaults for what is missing), out-of-tree plugins
+    that declare an args dataclass (``plugin_args``) that dataclass; any other plugin keeps the
+    raw mapping, as upstream keeps runtime.Unknown.
     """
     args_type = ARGS_TYPES.get(plugin)
+    declared = (plugin_args or {}).get(plugin)
+    if args_type is None and declared is not None:
+        return decode_dataclass(errs, path, declared, raw)
     if args_type is None:
         if raw is None:
             return {}

@@ -7,12 +7,16 @@ GangScheduling and TopologyAwareWorkloadScheduling alpha, so off).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from .args import (
     ARGS_TYPES,
     NodeResourcesBalancedAllocationArgs,
     NodeResourcesFitArgs,
     ResourceSpec,
 )
+from .fielderrors import FieldErrors, child, index
+from .typedargs import decode_dataclass
 from .types import EXTENSION_POINTS, PluginRef, Plugins, PluginSet, Profile, SchedulerConfiguration
 
 __all__ = [
@@ -115,22 +119,32 @@ def _default_args_fields(args: object) -> None:
         args.resources = _default_resource_weights(args.resources)
 
 
-def _default_profile(profile: Profile) -> None:
+def _default_profile(errs: FieldErrors, path: str, profile: Profile, plugin_args: Mapping[str, type]) -> None:
     for args in profile.plugin_config.values():
         _default_args_fields(args)
     for name in profile.plugins.enabled_names():
-        if name not in profile.plugin_config:
-            args = default_args(name)
-            if args is not None:
-                profile.plugin_config[name] = args
+        if name in profile.plugin_config:
+            continue
+        args = default_args(name)
+        if args is None and name in plugin_args:
+            # an out-of-tree plugin enabled without pluginConfig: its args as all defaults
+            args = decode_dataclass(errs, child(path, f"pluginConfig[{name}].args"), plugin_args[name], None)
+        if args is not None:
+            profile.plugin_config[name] = args
 
 
-def apply_defaults(config: SchedulerConfiguration, custom_plugins: list[Plugins | None]) -> None:
+def apply_defaults(
+    errs: FieldErrors,
+    config: SchedulerConfiguration,
+    custom_plugins: list[Plugins | None],
+    plugin_args: Mapping[str, type] | None = None,
+) -> None:
     """Fill in the defaulted parts of a decoded configuration, in place.
 
     `custom_plugins[i]` is what profile i's file said under `plugins` (None when
-    absent); it is merged into the default MultiPoint set.
+    absent); it is merged into the default MultiPoint set. An out-of-tree plugin with an
+    args type but no pluginConfig gets its defaults (an error for fields without one).
     """
-    for profile, custom in zip(config.profiles, custom_plugins, strict=True):
+    for i, (profile, custom) in enumerate(zip(config.profiles, custom_plugins, strict=True)):
         profile.plugins = merge_plugins(default_plugins(), custom)
-        _default_profile(profile)
+        _default_profile(errs, index("profiles", i), profile, plugin_args or {})

@@ -86,6 +86,9 @@ class FieldErrors:
     def unknown_field(self, path: str) -> None:
         self.add(path, "unknown field")
 
+    def __len__(self) -> int:
+        return len(self.items)
+
     def raise_if_any(self) -> None:
         if self.items:
             raise ConfigError.from_errors(self.items)

@@ -71,13 +71,19 @@ _CLIENT_CONNECTION_FIELDS = ("kubeconfig", "acceptContentTypes", "contentType", 
 _PROFILE_FIELDS = ("schedulerName", "percentageOfNodesToScore", "plugins", "pluginConfig")
 
 
-def default_config() -> SchedulerConfiguration:
+def default_config(plugin_args: Mapping[str, type] | None = None) -> SchedulerConfiguration:
     """The configuration used without --config: one `pyscheduler` profile, all defaults."""
-    return parse_config({"apiVersion": API_VERSION, "kind": KIND})
+    return parse_config({"apiVersion": API_VERSION, "kind": KIND}, plugin_args)
 
 
-def load_config(path: str | os.PathLike[str]) -> SchedulerConfiguration:
-    """Read, default and validate a YAML or JSON config file."""
+def load_config(
+    path: str | os.PathLike[str], plugin_args: Mapping[str, type] | None = None
+) -> SchedulerConfiguration:
+    """Read, default and validate a YAML or JSON config file.
+
+    ``plugin_args``: the args dataclass of each out-of-tree plugin that declares one (see
+    ``typedargs``); other plugins outside the tree get their args as plain mappings.
+    """
     where = os.fspath(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -93,17 +99,20 @@ def load_config(path: str | os.PathLike[str]) -> SchedulerConfiguration:
         data = {}
     if not isinstance(data, Mapping):
         raise ConfigError(where, "must hold a KubeSchedulerConfiguration object")
-    return parse_config(data)
+    return parse_config(data, plugin_args)
 
 
-def parse_config(data: Mapping[str, Any]) -> SchedulerConfiguration:
+def parse_config(
+    data: Mapping[str, Any], plugin_args: Mapping[str, type] | None = None
+) -> SchedulerConfiguration:
     """Decode (strictly), default and validate an already-parsed config document."""
     errs = FieldErrors()
     if not isinstance(data, Mapping):
         raise ConfigError("", "the configuration must be a KubeSchedulerConfiguration object")
+    plugin_args = plugin_args or {}
     _check_type_meta(errs, data)
-    config, custom_plugins = _decode_configuration(errs, data)
-    apply_defaults(config, custom_plugins)
+    config, custom_plugins = _decode_configuration(errs, data, plugin_args)
+    apply_defaults(errs, config, custom_plugins, plugin_args)
     validate_configuration(errs, config)
     errs.raise_if_any()
     return config
@@ -123,14 +132,14 @@ def _check_type_meta(errs: FieldErrors, data: Mapping[str, Any]) -> None:
 
 
 def _decode_configuration(
-    errs: FieldErrors, raw: Mapping[str, Any]
+    errs: FieldErrors, raw: Mapping[str, Any], plugin_args: Mapping[str, type]
 ) -> tuple[SchedulerConfiguration, list[Plugins | None]]:
     data = as_mapping(errs, "", raw, _TOP_FIELDS)
     profiles: list[Profile] = []
     custom_plugins: list[Plugins | None] = []
     raw_profiles = as_list(errs, "profiles", data.get("profiles"))
     for i, raw_profile in enumerate(raw_profiles):
-        profile, plugins, named = _decode_profile(errs, index("profiles", i), raw_profile)
+        profile, plugins, named = _decode_profile(errs, index("profiles", i), raw_profile, plugin_args)
         # Only a lone profile gets the default name; with several, validation asks for one.
         if not named and len(raw_profiles) == 1:
             profile.scheduler_name = DEFAULT_SCHEDULER_NAME
@@ -216,7 +225,9 @@ def _decode_leader_election(errs: FieldErrors, raw: object) -> LeaderElection:
     )
 
 
-def _decode_profile(errs: FieldErrors, path: str, raw: object) -> tuple[Profile, Plugins | None, bool]:
+def _decode_profile(
+    errs: FieldErrors, path: str, raw: object, plugin_args: Mapping[str, type]
+) -> tuple[Profile, Plugins | None, bool]:
     """The profile, the user's `plugins` (None if absent) and whether it was named."""
     data = as_mapping(errs, path, raw, _PROFILE_FIELDS)
     named = data.get("schedulerName") is not None
@@ -243,7 +254,8 @@ def _decode_profile(errs: FieldErrors, path: str, raw: object) -> tuple[Profile,
         if plugin in REMOVED_PLUGINS:
             errs.invalid(item_path, plugin, REMOVED_PLUGIN_MESSAGE)
             continue
-        profile.plugin_config[plugin] = decode_args(errs, child(item_path, "args"), plugin, item.get("args"))
+        args_path = child(item_path, "args")
+        profile.plugin_config[plugin] = decode_args(errs, args_path, plugin, item.get("args"), plugin_args)
     return profile, plugins, named
 
 

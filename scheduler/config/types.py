@@ -8,10 +8,12 @@ form for /configz.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from .durations import format_duration
+from .typedargs import encode_dataclass
 
 __all__ = [
     "API_VERSION",
@@ -136,8 +138,18 @@ class Profile:
 
 
 def _args_to_dict(args: object) -> Any:
-    to_dict = getattr(args, "to_dict", None)
-    return to_dict() if callable(to_dict) else copy.deepcopy(args)
+    """The wire form of decoded args: built-in types write themselves, an out-of-tree plugin's
+    dataclass is encoded field by field, a plain mapping is copied."""
+    if isinstance(args, ArgsType):
+        return args.to_dict()
+    if dataclasses.is_dataclass(args) and not isinstance(args, type):
+        return encode_dataclass(args)
+    return copy.deepcopy(args)
+
+
+@runtime_checkable
+class ArgsType(Protocol):
+    def to_dict(self) -> dict[str, Any]: ...
 
 
 @dataclass(slots=True)

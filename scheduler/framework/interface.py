@@ -473,5 +473,13 @@ class BindPlugin(Plugin, Protocol):
 
 
 @runtime_checkable
+class BackgroundPlugin(Plugin, Protocol):
+    async def run_in_background(self) -> None:
+        """Work outside the scheduling cycles (e.g. allowing pods held at Permit once a window
+        opens): started when this replica starts scheduling, cancelled when it stops. Sleep with
+        ``handle.clock.sleep`` so tests can move time; an exception is logged and ends only it."""
+
+
+@runtime_checkable
 class PostBindPlugin(Plugin, Protocol):
     def post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None: ...
