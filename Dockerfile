@@ -18,9 +18,18 @@ RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml
 COPY README.md ./
 COPY scheduler ./scheduler
 # pip byte-compiles everything it installs, which matters: at run time the root filesystem is
-# read-only. numpy's bundled test suites and pip itself are dead weight in the runtime image.
-RUN /opt/pyscheduler/bin/pip install --no-deps . \
-    && find /opt/pyscheduler/lib -depth -type d -name tests -path '*site-packages/numpy/*' -exec rm -rf {} + \
+# read-only.
+RUN /opt/pyscheduler/bin/pip install --no-deps .
+# Out-of-tree plugins (docs/plugins.md, "Shipping"): pip requirements installed next to
+# pyscheduler, whose entry points `pyscheduler run` finds. Names from an index, or paths under
+# examples/plugins/ of the build context, e.g.
+#   docker build --build-arg PLUGINS="my-plugins==1.2.0" .
+#   docker build --build-arg PLUGINS=./examples/plugins/pyscheduler-example-plugins .
+ARG PLUGINS=""
+COPY examples/plugins ./examples/plugins
+RUN if [ -n "$PLUGINS" ]; then /opt/pyscheduler/bin/pip install $PLUGINS; fi
+# numpy's bundled test suites and pip itself are dead weight in the runtime image.
+RUN find /opt/pyscheduler/lib -depth -type d -name tests -path '*site-packages/numpy/*' -exec rm -rf {} + \
     && rm -rf /opt/pyscheduler/lib/python*/site-packages/pip /opt/pyscheduler/bin/pip*
 
 FROM python:${PYTHON_VERSION}-slim-bookworm

@@ -24,8 +24,8 @@ test: install tools
 	$(BIN)/pytest -q
 
 lint: install
-	$(BIN)/ruff check scheduler tests bench e2e
-	$(BIN)/ruff format --check scheduler tests bench e2e
+	$(BIN)/ruff check scheduler tests bench e2e examples
+	$(BIN)/ruff format --check scheduler tests bench e2e examples
 
 ## The main job: a local API endpoint with simulated nodes, the scheduler, a sample Deployment.
 demo: install

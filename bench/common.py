@@ -18,7 +18,7 @@ from typing import Any
 from scheduler.api import Node, Pod
 from scheduler.app import available_plugins
 from scheduler.build import DiscardEvents, DiscardStatus, build_scheduler
-from scheduler.config import default_config
+from scheduler.config import PluginRef, default_config
 from scheduler.framework import CycleState, Status
 from scheduler.plugins.registry import in_tree_registry
 
@@ -110,10 +110,22 @@ class Result:
 class Harness:
     """A scheduler for the default profile over ``num_nodes`` simulated nodes, without an API server."""
 
-    def __init__(self, num_nodes: int, node_factory: Any = make_node) -> None:
+    def __init__(
+        self,
+        num_nodes: int,
+        node_factory: Any = make_node,
+        *,
+        extra_plugins: Iterable[Any] = (),
+        percentage_of_nodes_to_score: int | None = None,
+    ) -> None:
         config = default_config()
         registry = in_tree_registry()
         registry["DefaultBinder"] = InMemoryBinder
+        for plugin in extra_plugins:  # enabled in the profile after the defaults, weight 1
+            registry[plugin.name] = plugin
+            config.profiles[0].plugins.multi_point.enabled.append(PluginRef(plugin.name))
+        if percentage_of_nodes_to_score is not None:
+            config.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         available_plugins(config, registry)
         self.num_nodes = num_nodes
         self._pods: dict[str, Pod] = {}

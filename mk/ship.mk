@@ -3,6 +3,9 @@
 # kind needs Docker and the internet; CI runs only `helm-lint` and the rendered-manifest tests.
 
 IMAGE        ?= pyscheduler:dev
+# pip requirements of out-of-tree plugins to install in the image (the Dockerfile's PLUGINS), e.g.
+# PLUGINS=./examples/plugins/pyscheduler-example-plugins
+PLUGINS      ?=
 KIND_CLUSTER ?= pyscheduler
 KIND_VERSION ?= v0.29.0
 KIND         ?= $(or $(shell command -v kind 2>/dev/null),$(CURDIR)/.tools/bin/kind)
@@ -12,7 +15,7 @@ CHART        := helm/pyscheduler
 .PHONY: image kind kind-up kind-load kind-down e2e helm-lint
 
 image:
-	docker build --tag $(IMAGE) .
+	docker build --tag $(IMAGE) --build-arg PLUGINS="$(PLUGINS)" .
 	@docker image inspect $(IMAGE) --format 'image $(IMAGE): {{.Size}} bytes'
 
 ## kind itself, into .tools/bin, when it is not on PATH already.

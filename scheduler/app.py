@@ -37,6 +37,7 @@ from scheduler.config import (
     load_config,
 )
 from scheduler.eventhandlers import MalformedPods, NodeEvents, PodEvents, ResourceEvents
+from scheduler.extender import HTTPExtender, close_all
 from scheduler.framework import BackgroundPlugin, PluginFactory
 from scheduler.framework.interface import (
     CSI_DRIVER,
@@ -260,6 +261,7 @@ class SchedulerApp:
         self._extra_clients: dict[str, KubeClient] = {}
         self.server: StatusServer | None = None
         self.scheduler: Scheduler | None = None
+        self.extenders: list[HTTPExtender] = []
         self.elector: LeaderElector | None = None
 
     # ------------------------------------------------------------------ building
@@ -290,12 +292,19 @@ class SchedulerApp:
             metrics=self.metrics,
         )
         self.cache, self.queue, self.frameworks = parts.cache, parts.queue, parts.frameworks
-        pod_events = PodEvents(self.cache, self.queue, names, self._reject_waiting)
+        self.extenders = parts.extenders
+        pod_events: Any = PodEvents(self.cache, self.queue, names, self._reject_waiting)
+        node_events: Any = NodeEvents(self.cache, self.queue)
+        decode_pod, decode_node = Pod.from_dict, Node.from_dict
+        if parts.api_objects is not None:  # extenders are sent the objects' API JSON
+            kept = parts.api_objects
+            decode_pod, pod_events = kept.pods.decoder(decode_pod), kept.pods.handler(pod_events)
+            decode_node, node_events = kept.nodes.decoder(decode_node), kept.nodes.handler(node_events)
         self.malformed_pods = MalformedPods(names, self.queue, self.recorder, self.status_writer)
         self.pod_informer = Informer(
             self.client,
             "/api/v1/pods",
-            decode=Pod.from_dict,
+            decode=decode_pod,
             handler=pod_events,
             params={"fieldSelector": ACTIVE_PODS_SELECTOR},
             name="pods",
@@ -307,8 +316,8 @@ class SchedulerApp:
             Informer(
                 self.client,
                 "/api/v1/nodes",
-                decode=Node.from_dict,
-                handler=NodeEvents(self.cache, self.queue),
+                decode=decode_node,
+                handler=node_events,
                 name="nodes",
                 outage=self.outage,
             ),
@@ -555,6 +564,7 @@ class SchedulerApp:
             await self.server.stop()
         for client in self._extra_clients.values():
             await client.close()
+        await close_all(self.extenders)
         await self.client.close()
 
     async def _expire_assumed_pods(self) -> None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from scheduler.api import Pod
 from scheduler.cache import Cache
 from scheduler.config import SchedulerConfiguration
+from scheduler.extender import ApiObjects, ExtenderConfigError, HTTPExtender, build_extenders
 from scheduler.framework import ApiClient, ObjectLister, PluginFactory
 from scheduler.framework.clock import REAL_CLOCK, Clock
 from scheduler.queue import ProfilesPolicy, SchedulingQueue
@@ -49,6 +50,9 @@ class SchedulerParts:
     queue: SchedulingQueue
     frameworks: dict[str, Framework]
     scheduler: Scheduler
+    extenders: list[HTTPExtender]  # closed at shutdown
+    # what the pod and node informers keep for the extenders (None without extenders)
+    api_objects: ApiObjects | None = None
 
 
 def build_scheduler(
@@ -70,6 +74,10 @@ def build_scheduler(
     ``events.record`` receives every event; ``listers`` (shared, may be filled later) backs
     ``handle.lister``; ``current_pod`` is the informer's copy of a pod.
     """
+    try:
+        extenders, api_objects = build_extenders(config)
+    except ExtenderConfigError as exc:
+        raise FrameworkError(f"couldn't build extenders: {exc}") from exc
     cache = Cache(metrics=metrics, clock=clock.now)
     queue: SchedulingQueue | None = None
 
@@ -89,6 +97,7 @@ def build_scheduler(
             metrics=metrics,
             activate=lambda pods: the_queue().activate(pods),
             clock=clock,
+            extenders=extenders,
         )
         try:
             framework = Framework(
@@ -122,5 +131,6 @@ def build_scheduler(
         metrics=metrics,
         max_inflight_bindings=max_inflight_bindings,
         rng=rng,
+        extenders=extenders,
     )
-    return SchedulerParts(cache, queue, frameworks, scheduler)
+    return SchedulerParts(cache, queue, frameworks, scheduler, extenders, api_objects)

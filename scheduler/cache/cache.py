@@ -9,15 +9,21 @@ Events can arrive in any order: a pod may name a node the cache has not seen yet
 placeholder NodeInfo and attached when the node arrives) and a node may be deleted while pods are
 still on it (the NodeInfo leaves the table and the node list but keeps the pods until their own
 delete events, which must not fail).
+
+A scheduling cycle that awaits (an extender's answer) holds the cache (``held``): the changes that
+arrive meanwhile wait, in order, until it has decided, so the cycle sees one consistent picture as
+upstream's cycle sees the snapshot it took at its start.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from scheduler.api import Node, Pod
 from scheduler.cache.images import ImageStates
@@ -44,6 +50,25 @@ class _PodState:
     deadline: float | None = None
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _deferred_while_held(
+    method: Callable[Concatenate[Cache, P], R],
+) -> Callable[Concatenate[Cache, P], R | None]:
+    """A change that, while a cycle holds the cache, is queued (returning None) until it is released."""
+
+    @functools.wraps(method)
+    def change(self: Cache, *args: P.args, **kwargs: P.kwargs) -> R | None:
+        if self._deferred is not None:
+            self._deferred.append(functools.partial(method, self, *args, **kwargs))
+            return None
+        return method(self, *args, **kwargs)
+
+    return change
+
+
 class Cache:
     """Single-threaded by design: every call happens on the scheduler's event loop."""
 
@@ -68,14 +93,41 @@ class Cache:
         self._snapshot = Snapshot(self.table, self._infos, self.pod_index)
         self._snapshot_tree_generation = -1
         self._changed_nodes: set[str] = set()
+        # changes waiting for a holding cycle to finish (None: not held)
+        self._deferred: list[Callable[[], Any]] | None = None
         self._report()
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """Keep the cache unchanged while a scheduling cycle awaits; the informers' and the
+        bindings' changes made meanwhile are applied, in order, when the block ends."""
+        if self._deferred is not None:
+            raise CacheError("the cache is already held by a scheduling cycle")
+        self._deferred = []
+        try:
+            yield
+        finally:
+            deferred, self._deferred = self._deferred, None
+            for change in deferred:
+                try:
+                    change()
+                except Exception:
+                    log.exception("a cache change made while a scheduling cycle held the cache failed")
 
     # ------------------------------------------------------------------ nodes
 
+    @_deferred_while_held
     def add_node(self, node: Node) -> NodeInfo:
+        return self._add_node(node)
+
+    @_deferred_while_held
+    def update_node(self, old: Node, new: Node) -> NodeInfo:
+        return self._update_node(new)
+
+    def _add_node(self, node: Node) -> NodeInfo:
         info = self._infos.get(node.name)
         if info is not None and info.slot >= 0:
-            return self.update_node(info.node, node)
+            return self._update_node(node)
         if info is None:
             info = self._infos[node.name] = NodeInfo(node=node)
         else:
@@ -87,10 +139,10 @@ class Cache:
         self._report()
         return info
 
-    def update_node(self, old: Node, new: Node) -> NodeInfo:
+    def _update_node(self, new: Node) -> NodeInfo:
         info = self._infos.get(new.name)
         if info is None or info.slot < 0:
-            return self.add_node(new)
+            return self._add_node(new)
         # The cached node, not the event's old object, is what the image counts were built from.
         self._images.remove_node(info.node, info)
         self._images.add_node(new, info)
@@ -100,6 +152,7 @@ class Cache:
         self.table.sync_row(info)
         return info
 
+    @_deferred_while_held
     def remove_node(self, node: Node) -> None:
         info = self._infos.get(node.name)
         if info is None or info.slot < 0:
@@ -115,6 +168,7 @@ class Cache:
 
     # ------------------------------------------------------------------ pods seen by the informer
 
+    @_deferred_while_held
     def add_pod(self, pod: Pod) -> None:
         """An assigned pod (any scheduler's); confirms it if we assumed it, even on another node."""
         if not pod.node_name:
@@ -140,6 +194,7 @@ class Cache:
             self._assumed.discard(pod.uid)
         self._report()
 
+    @_deferred_while_held
     def update_pod(self, old: Pod, new: Pod) -> None:
         state = self._pods.get(new.uid)
         if state is None or state.assumed:
@@ -149,6 +204,7 @@ class Cache:
         self._move(state.pod, new)
         state.pod = new
 
+    @_deferred_while_held
     def remove_pod(self, pod: Pod) -> None:
         state = self._pods.pop(pod.uid, None)
         if state is None:
@@ -171,6 +227,7 @@ class Cache:
         self._assumed.add(pod.uid)
         self._report()
 
+    @_deferred_while_held
     def finish_binding(self, pod: Pod) -> None:
         """The bind request is over: from now on the assumed pod expires unless confirmed."""
         state = self._pods.get(pod.uid)
@@ -178,6 +235,7 @@ class Cache:
             state.binding_finished = True
             state.deadline = self._clock() + self._ttl
 
+    @_deferred_while_held
     def forget_pod(self, pod: Pod) -> None:
         """Undo :meth:`assume_pod` (binding failed). A pod already confirmed stays."""
         state = self._pods.get(pod.uid)
@@ -194,6 +252,8 @@ class Cache:
 
     def cleanup_expired_assumed_pods(self) -> list[Pod]:
         """Drop assumed pods whose binding finished more than the TTL ago without confirmation."""
+        if self._deferred is not None:
+            return []  # a cycle holds the cache: next round
         now = self._clock()
         expired: list[Pod] = []
         for uid in list(self._assumed):

@@ -26,6 +26,7 @@ from .args import (
 )
 from .defaults import DEFAULT_PLUGINS, default_args, default_plugins, merge_plugin_set, merge_plugins
 from .durations import format_duration, parse_duration
+from .extenders import Extender, ExtenderManagedResource, ExtenderTLSConfig
 from .fielderrors import ConfigError
 from .load import default_config, load_config, parse_config
 from .types import (
@@ -57,6 +58,9 @@ __all__ = [
     "ConfigError",
     "DefaultPreemptionArgs",
     "DynamicResourcesArgs",
+    "Extender",
+    "ExtenderManagedResource",
+    "ExtenderTLSConfig",
     "InterPodAffinityArgs",
     "LeaderElection",
     "NodeAffinityArgs",

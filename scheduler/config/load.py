@@ -25,6 +25,7 @@ from .decode import (
     as_str,
 )
 from .defaults import apply_defaults
+from .extenders import decode_extenders
 from .fielderrors import ConfigError, FieldErrors, child, index
 from .types import (
     API_VERSION,
@@ -148,13 +149,6 @@ def _decode_configuration(
     if not profiles:
         profiles.append(Profile())
         custom_plugins.append(None)
-    extenders_path = "extenders"
-    extenders: list[dict[str, Any]] = []
-    for i, ext in enumerate(as_list(errs, extenders_path, data.get("extenders"))):
-        if isinstance(ext, Mapping):
-            extenders.append(dict(ext))
-        else:
-            errs.invalid(index(extenders_path, i), ext, "must be an object")
     config = SchedulerConfiguration(
         parallelism=as_int(errs, "parallelism", data.get("parallelism"), 16),
         percentage_of_nodes_to_score=as_int(
@@ -167,7 +161,7 @@ def _decode_configuration(
         client_connection=_decode_client_connection(errs, data.get("clientConnection")),
         leader_election=_decode_leader_election(errs, data.get("leaderElection")),
         profiles=profiles,
-        extenders=extenders,
+        extenders=decode_extenders(errs, data.get("extenders")),
         delay_cache_until_active=as_bool(
             errs, "delayCacheUntilActive", data.get("delayCacheUntilActive"), False
         ),

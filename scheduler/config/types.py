@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from .durations import format_duration
+from .extenders import Extender
 from .typedargs import encode_dataclass
 
 __all__ = [
@@ -211,8 +212,8 @@ class SchedulerConfiguration:
     client_connection: ClientConnection = field(default_factory=ClientConnection)
     leader_election: LeaderElection = field(default_factory=LeaderElection)
     profiles: list[Profile] = field(default_factory=list)
-    # Parsed so the error can name them; validation rejects any (not supported).
-    extenders: list[dict[str, Any]] = field(default_factory=list)
+    # shared by every profile (see scheduler.extender)
+    extenders: list[Extender] = field(default_factory=list)
     delay_cache_until_active: bool = False
     enable_profiling: bool = True
     enable_contention_profiling: bool = True
@@ -236,7 +237,7 @@ class SchedulerConfiguration:
         out["podMaxBackoffSeconds"] = self.pod_max_backoff_seconds
         out["profiles"] = [p.to_dict() for p in self.profiles]
         if self.extenders:
-            out["extenders"] = copy.deepcopy(self.extenders)
+            out["extenders"] = [e.to_dict() for e in self.extenders]
         if self.delay_cache_until_active:
             out["delayCacheUntilActive"] = True
         return out

@@ -29,6 +29,7 @@ from .args import (
 )
 from .decode import as_list, as_mapping
 from .durations import format_duration
+from .extenders import validate_extenders
 from .fielderrors import FieldErrors, child, index
 from .types import API_VERSION, SchedulerConfiguration
 
@@ -91,10 +92,7 @@ def validate_configuration(errs: FieldErrors, cfg: SchedulerConfiguration) -> No
             cfg.pod_max_backoff_seconds,
             "must be greater than or equal to PodInitialBackoffSeconds",
         )
-    if cfg.extenders:
-        errs.forbidden(
-            "extenders", "scheduler extenders are not supported by pyscheduler; write a plugin instead"
-        )
+    validate_extenders(errs, cfg.extenders)
 
 
 def _validate_client_connection(errs: FieldErrors, cfg: SchedulerConfiguration) -> None:

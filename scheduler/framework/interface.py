@@ -12,7 +12,7 @@ prefers it when present. Both forms must agree (tests check that).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum, IntFlag
 from typing import Any, ClassVar, Protocol, runtime_checkable
@@ -84,6 +84,15 @@ class Diagnosis:
 @dataclass(slots=True)
 class PostFilterResult:
     nominated_node_name: str = ""
+
+
+@dataclass(slots=True)
+class Victims:
+    """The pods preemption would evict from one node, most important first, and how many of
+    them a PodDisruptionBudget protects (upstream's extenderv1.Victims)."""
+
+    pods: list[Pod]
+    num_pdb_violations: int = 0
 
 
 # ---------------------------------------------------------------------------- cluster events
@@ -296,6 +305,60 @@ class PluginMetrics(Protocol):
         """One preemption attempt; ``victims``: the chosen candidate's count, None without one."""
 
 
+class ExtenderFilterResult(Protocol):
+    """What an extender's filter call decided."""
+
+    @property
+    def nodes(self) -> Sequence[NodeInfo]:
+        """The nodes that pass, in the extender's order."""
+
+    @property
+    def failed(self) -> Mapping[str, str]:
+        """Node name -> message, for nodes rejected as Unschedulable."""
+
+    @property
+    def failed_and_unresolvable(self) -> Mapping[str, str]:
+        """Node name -> message, for nodes where preemption would not help either."""
+
+
+class Extender(Protocol):
+    """A scheduler extender (upstream's framework.Extender): a service consulted after the Filter
+    plugins, next to the Score plugins, by preemption and to bind. The async calls raise an
+    exception whose message is upstream's error when they fail. ``scheduler.extender`` has the
+    HTTP one; ``Handle.extenders`` gives the configured ones."""
+
+    @property
+    def name(self) -> str:
+        """The extender's URL prefix."""
+
+    def is_ignorable(self) -> bool:
+        """A failure skips this extender instead of failing the scheduling attempt."""
+
+    def is_filter(self) -> bool: ...
+
+    def is_prioritizer(self) -> bool: ...
+
+    def is_binder(self) -> bool: ...
+
+    def supports_preemption(self) -> bool: ...
+
+    def is_interested(self, pod: Pod) -> bool:
+        """Does the pod request (or limit) one of the extender's managed resources? (All pods
+        interest an extender without managed resources.)"""
+
+    async def filter(self, pod: Pod, nodes: Sequence[NodeInfo]) -> ExtenderFilterResult: ...
+
+    async def prioritize(self, pod: Pod, nodes: Sequence[NodeInfo]) -> tuple[list[tuple[str, int]], int]:
+        """(node name, score in [0, 10]) pairs, and the extender's weight."""
+
+    async def process_preemption(
+        self, pod: Pod, victims: Mapping[str, Victims], nodes: NodeLister
+    ) -> dict[str, Victims]:
+        """The candidates (node name -> victims) the extender keeps, possibly with other victims."""
+
+    async def bind(self, pod: Pod, node_name: str) -> None: ...
+
+
 class Handle(Protocol):
     """Services the framework offers to plugins, given to every plugin's constructor."""
 
@@ -321,6 +384,10 @@ class Handle(Protocol):
 
     @property
     def waiting_pods(self) -> WaitingPods: ...
+
+    @property
+    def extenders(self) -> Sequence[Extender]:
+        """The configured extenders, shared by every profile, the ignorable ones last."""
 
     def record_event(self, obj: Pod, event_type: str, reason: str, action: str, message: str) -> None:
         """Write an events.k8s.io/v1 Event about ``obj`` (fire and forget; retried until it lands)."""
@@ -414,7 +481,12 @@ class BatchFilterPlugin(FilterPlugin, Protocol):
 class PostFilterPlugin(Plugin, Protocol):
     def post_filter(
         self, state: CycleState, pod: Pod, diagnosis: Diagnosis
-    ) -> tuple[PostFilterResult | None, Status | None]: ...
+    ) -> (
+        tuple[PostFilterResult | None, Status | None]
+        | Awaitable[tuple[PostFilterResult | None, Status | None]]
+    ):
+        """May be a coroutine (DefaultPreemption's asks the extenders): the cycle then waits for
+        it with the cache held as the cycle found it, so its snapshot stays consistent."""
 
 
 @runtime_checkable

@@ -79,6 +79,9 @@ EXTENSION_METHODS: dict[str, str] = {
 
 _ANY_EVENT = ClusterEventWithHint(ClusterEvent(WILDCARD, ActionType.ALL))
 
+# the plugin name recorded for a pod when extenders filtered nodes out (upstream's ExtenderName)
+EXTENDER_NAME = "Extender"
+
 MAX_PERMIT_WAIT = 15 * 60.0  # seconds; longer Permit timeouts are cut to this, as upstream
 
 
@@ -279,6 +282,9 @@ class Framework:
             events[name] = (
                 list(plugin.events_to_register()) if isinstance(plugin, EnqueueExtensions) else [_ANY_EVENT]
             )
+        if self.handle is not None and self.handle.extenders:
+            # extenders cannot say which events help: a pod they rejected retries on any event
+            events[EXTENDER_NAME] = [_ANY_EVENT]
         return events
 
     # ------------------------------------------------------------------ filter
@@ -351,10 +357,22 @@ class Framework:
     def run_filter_plugins(
         self, state: CycleState, pod: Pod, info: NodeInfo, plugins: Sequence[Any] | None = None
     ) -> Status | None:
-        """``plugins`` (default: every active filter) on one node, until the first rejection."""
+        """``plugins`` (default: every active filter) on one node, until the first rejection.
+
+        Called once per node for per-node filters: written as a plain loop, no helper calls.
+        """
         if plugins is None:
             plugins = [p for p in self.filter_plugins if p.name not in state.skip_filter_plugins]
-        return _first_rejection("Filter", pod, plugins, lambda p: p.filter(state, pod, info), _FILTER_ERROR)
+        for plugin in plugins:
+            try:
+                status = plugin.filter(state, pod, info)
+            except Exception as exc:
+                log.exception("Filter plugin %s failed for pod %s", plugin.name, pod.key)
+                status = Status.from_error(exc, plugin.name)
+            if status is not None and status.code != Code.SUCCESS:
+                status = status.with_plugin(plugin.name)
+                return status if status.is_rejected else status.as_error(_context(_FILTER_ERROR, plugin))
+        return None
 
     def run_filter_plugins_with_nominated_pods(
         self, state: CycleState, pod: Pod, info: NodeInfo
@@ -423,15 +441,17 @@ class Framework:
         return None
 
     @_extension_point("PostFilter", status_of=lambda result: result[1])
-    def run_post_filter(
+    async def run_post_filter(
         self, state: CycleState, pod: Pod, diagnosis: Diagnosis
     ) -> tuple[PostFilterResult | None, Status | None]:
-        """PostFilter plugins until one succeeds; the rejections' messages are joined as upstream."""
+        """PostFilter plugins until one succeeds; the rejections' messages are joined as upstream.
+        A plugin's post_filter may be a coroutine (it is awaited; the others never suspend)."""
         reasons: list[str] = []
         kept: PostFilterResult | None = None  # a rejecting plugin may still clear a nomination
         for plugin in self.post_filter_plugins:
             try:
-                result, status = plugin.post_filter(state, pod, diagnosis)
+                outcome = plugin.post_filter(state, pod, diagnosis)
+                result, status = await outcome if inspect.isawaitable(outcome) else outcome
             except Exception as exc:
                 log.exception("PostFilter plugin %s failed for pod %s", plugin.name, pod.key)
                 return None, Status.from_error(exc, plugin.name)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from scheduler.api import Pod
 from scheduler.framework import ApiClient, NodeLister, ObjectLister
 from scheduler.framework.clock import REAL_CLOCK, Clock
-from scheduler.framework.interface import PluginMetrics, PluginsRunner, WaitingPods
+from scheduler.framework.interface import Extender, PluginMetrics, PluginsRunner, WaitingPods
 
 if TYPE_CHECKING:
     from scheduler.runtime.framework import Framework
@@ -31,6 +31,7 @@ class FrameworkHandle:
         metrics: PluginMetrics | None = None,
         activate: Callable[[Iterable[Pod]], None] = lambda _pods: None,
         clock: Clock = REAL_CLOCK,
+        extenders: Sequence[Extender] = (),
     ) -> None:
         self._scheduler_name = scheduler_name
         self._client = client
@@ -41,6 +42,7 @@ class FrameworkHandle:
         self._listers = listers if listers is not None else {}
         self._metrics = metrics
         self._clock = clock
+        self._extenders = tuple(extenders)
         self._framework: Framework | None = None
 
     def attach(self, framework: Framework) -> None:
@@ -73,6 +75,10 @@ class FrameworkHandle:
     @property
     def waiting_pods(self) -> WaitingPods:
         return self._attached().waiting_pods
+
+    @property
+    def extenders(self) -> Sequence[Extender]:
+        return self._extenders
 
     def record_event(self, obj: Pod, event_type: str, reason: str, action: str, message: str) -> None:
         self._record_event(obj, event_type, reason, action, message)

@@ -20,7 +20,14 @@ from scheduler.testing.builders import (
     table_of,
 )
 from scheduler.testing.clock import FakeClock
-from scheduler.testing.harness import PluginOutcome, ProfileOutcome, run_plugin, run_profile
+from scheduler.testing.harness import (
+    PermitOutcome,
+    PluginOutcome,
+    ProfileOutcome,
+    run_permit,
+    run_plugin,
+    run_profile,
+)
 
 __all__ = [
     "Cluster",
@@ -29,6 +36,7 @@ __all__ = [
     "FakeHandle",
     "FakeLister",
     "FakeSnapshot",
+    "PermitOutcome",
     "PluginOutcome",
     "ProfileOutcome",
     "RecordedEvent",
@@ -40,6 +48,7 @@ __all__ = [
     "per_node_and_batch_filter",
     "per_node_and_batch_score",
     "pod_dict",
+    "run_permit",
     "run_plugin",
     "run_profile",
     "table_of",

@@ -19,6 +19,7 @@ from scheduler.api import Node, Pod
 from scheduler.framework import (
     ApiResponse,
     CycleState,
+    Extender,
     ImageStateSummary,
     NodeInfo,
     NodeTable,
@@ -353,6 +354,7 @@ class FakeHandle:
         nominated: Mapping[str, Sequence[Pod]] | None = None,
         listers: Mapping[str, Iterable[Mapping[str, Any]]] | None = None,
         clock: FakeClock | None = None,
+        extenders: Sequence[Extender] = (),
     ) -> None:
         self._snapshot = FakeSnapshot(cluster or table_of([]))
         self._client = client or FakeClient()
@@ -365,6 +367,7 @@ class FakeHandle:
         self.activated: list[Pod] = []
         self.recorded_metrics = RecordedMetrics()
         self.listers = {kind: FakeLister(objects) for kind, objects in (listers or {}).items()}
+        self.extenders = tuple(extenders)
 
     def attach(self, framework: PluginsRunner) -> None:
         """Take ``plugins_runner`` and ``waiting_pods`` from a built Framework."""

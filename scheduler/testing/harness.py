@@ -10,13 +10,15 @@ What plugin authors write their table tests with::
 
 ``run_plugin`` drives the plugin's own extension points as the framework would (PreFilter,
 Filter on every node, PreScore, Score, NormalizeScore) and checks that its per-node and batch
-forms agree; ``run_profile`` runs a whole profile (a ``KubeSchedulerConfiguration`` profile, the
-defaults by default) through the real framework and the scheduler's search, up to the choice of a
-node, without any API server.
+forms agree; ``run_permit`` runs its Permit and, when it says Wait, holds the pod in
+``handle.waiting_pods`` on the handle's clock, as the framework does; ``run_profile`` runs a
+whole profile (a ``KubeSchedulerConfiguration`` profile, the defaults by default) through the
+real framework and the scheduler's search, up to the choice of a node, without any API server.
 """
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +31,7 @@ from scheduler.config import SchedulerConfiguration, default_config
 from scheduler.framework import (
     BatchFilterPlugin,
     BatchScorePlugin,
+    Code,
     CycleState,
     FilterPlugin,
     PluginFactory,
@@ -37,6 +40,7 @@ from scheduler.framework import (
     ScoreNormalizer,
     ScorePlugin,
     Status,
+    WaitingPod,
 )
 from scheduler.testing.builders import FakeHandle, expand_verdicts, table_of
 
@@ -121,6 +125,59 @@ def _verdict(status: Status | None) -> tuple[Any, ...] | None:
 
 
 @dataclass(slots=True)
+class PermitOutcome:
+    """What a Permit plugin said, and, when it said Wait, the pod it holds."""
+
+    status: Status | None
+    timeout: float
+    waiting: WaitingPod | None = None  # in handle.waiting_pods until allowed, rejected or timed out
+    # the end of the wait: None when allowed, the rejection (or timeout) Status otherwise
+    ended: asyncio.Future[Status | None] | None = None
+
+    @property
+    def is_waiting(self) -> bool:
+        return self.ended is not None and not self.ended.done()
+
+
+def run_permit(
+    plugin: Any,
+    *,
+    pod: Pod,
+    node_name: str = "node",
+    handle: FakeHandle | None = None,
+    args: Any = None,
+    state: CycleState | None = None,
+) -> PermitOutcome:
+    """Run the Permit of ``plugin`` (a class, built with ``args``, or an instance) for ``pod`` on
+    ``node_name``. A Wait registers the pod in ``handle.waiting_pods`` with the plugin's timeout
+    on ``handle.clock`` (a FakeClock: ``await handle.clock.advance(s)`` moves it), as the
+    framework does; the plugin (or the test) then ``allow``s or ``reject``s it. Needs a running
+    event loop (an async test)."""
+    from scheduler.runtime.framework import MAX_PERMIT_WAIT
+    from scheduler.runtime.waiting import WaitingPod as HeldPod
+    from scheduler.runtime.waiting import WaitingPodMap
+
+    handle = handle or FakeHandle()
+    instance = plugin(args, handle) if isinstance(plugin, type) else plugin
+    status, timeout = instance.permit(state or CycleState(), pod, node_name)
+    if status is None or status.code != Code.WAIT:
+        return PermitOutcome(status, timeout)
+    pods = handle.waiting_pods
+    if not isinstance(pods, WaitingPodMap):
+        raise TypeError("run_permit needs the FakeHandle's own waiting pods (or an attached Framework's)")
+    held = HeldPod(pod, node_name, {instance.name: min(timeout, MAX_PERMIT_WAIT)}, handle.clock)
+    pods.add(held)
+
+    async def wait() -> Status | None:
+        try:
+            return await held.wait()
+        finally:
+            pods.pop(pod.uid)
+
+    return PermitOutcome(status, timeout, held, asyncio.ensure_future(wait()))
+
+
+@dataclass(slots=True)
 class ProfileOutcome:
     """A profile's decision for one pod."""
 
@@ -147,7 +204,7 @@ def run_profile(
     from scheduler.app import available_plugins
     from scheduler.build import DiscardEvents, DiscardStatus, build_scheduler
     from scheduler.plugins.registry import in_tree_registry
-    from scheduler.schedule_one import FitError, ScheduleResult, find_nodes_that_pass_filters
+    from scheduler.schedule_one import FitError, ScheduleResult, find_nodes_that_pass_filters, run_now
     from scheduler.testing.builders import FakeClient
 
     config = config or default_config()
@@ -170,7 +227,7 @@ def run_profile(
     snapshot = parts.cache.snapshot()
     state = CycleState()
     _, pre_status, _ = fwk.run_pre_filter(state, pod, snapshot)
-    decision = parts.scheduler._schedule_pod(fwk, CycleState(), pod)
+    decision = run_now(parts.scheduler.schedule_pod(fwk, CycleState(), pod))
     search = find_nodes_that_pass_filters(fwk, state, pod, snapshot, snapshot.order, {})
     table = snapshot.table
     feasible = [table.info(int(slot)).name for slot in search.feasible]

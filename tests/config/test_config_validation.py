@@ -61,15 +61,11 @@ CASES = [
         {"clientConnection": {"burst": -1}},
         [("clientConnection.burst", "Invalid value: -1: must be non-negative")],
     ),
+    ("an extender is accepted", {"extenders": [{"urlPrefix": "http://x", "filterVerb": "filter"}]}, []),
     (
-        "extenders",
-        {"extenders": [{"urlPrefix": "http://x"}]},
-        [
-            (
-                "extenders",
-                "Forbidden: scheduler extenders are not supported by pyscheduler; write a plugin instead",
-            )
-        ],
+        "a prioritizing extender needs a positive weight",
+        {"extenders": [{"urlPrefix": "http://x", "prioritizeVerb": "prioritize"}]},
+        [("extenders[0].weight", "Invalid value: 0: must have a positive weight applied to it")],
     ),
     # --- leader election ---
     (

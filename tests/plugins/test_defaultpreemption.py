@@ -132,7 +132,7 @@ async def test_only_the_lowest_priority_pods_needed_are_chosen_as_victims():
     preemptor = make_pod("p", requests={"cpu": "2"}, priority=10)
     state, diagnosis = diagnose(fwk, handle, preemptor)
 
-    result, status = plugin.post_filter(state, preemptor, diagnosis)
+    result, status = await plugin.post_filter(state, preemptor, diagnosis)
 
     assert status is None
     assert result == PostFilterResult("n1")
@@ -154,7 +154,7 @@ async def test_pods_of_equal_or_higher_priority_are_never_victims():
     preemptor = make_pod("p", requests={"cpu": "2"}, priority=10)
     state, diagnosis = diagnose(fwk, handle, preemptor)
 
-    result, status = plugin.post_filter(state, preemptor, diagnosis)
+    result, status = await plugin.post_filter(state, preemptor, diagnosis)
 
     assert result == PostFilterResult("")
     assert status.code == Code.UNSCHEDULABLE
@@ -171,7 +171,7 @@ async def test_nodes_rejected_for_unresolvable_reasons_are_not_candidates():
     preemptor = make_pod("p", requests={"cpu": "1"}, priority=10, node_selector={"zone": "c"})
     state, diagnosis = diagnose(fwk, handle, preemptor)
 
-    result, status = plugin.post_filter(state, preemptor, diagnosis)
+    result, status = await plugin.post_filter(state, preemptor, diagnosis)
 
     assert result == PostFilterResult("")
     assert (
@@ -186,7 +186,7 @@ async def test_a_node_where_even_removing_every_victim_is_not_enough_reports_the
     preemptor = make_pod("p", requests={"cpu": "2"}, priority=10)
     state, diagnosis = diagnose(fwk, handle, preemptor)
 
-    _, status = plugin.post_filter(state, preemptor, diagnosis)
+    _, status = await plugin.post_filter(state, preemptor, diagnosis)
 
     assert status.message() == "preemption: 0/1 nodes are available: 1 Insufficient cpu."
 
@@ -199,7 +199,7 @@ async def test_the_dry_run_leaves_the_real_node_and_cycle_state_untouched():
     preemptor = make_pod("p", requests={"cpu": "2"}, priority=10)
     state, diagnosis = diagnose(fwk, handle, preemptor)
 
-    plugin.post_filter(state, preemptor, diagnosis)
+    await plugin.post_filter(state, preemptor, diagnosis)
 
     assert (dict(info.pods), info.requested.milli_cpu, info.generation) == before
     await plugin.executor.wait()
@@ -261,7 +261,7 @@ async def test_a_budget_protects_its_pod_when_another_candidate_exists():
         plugin.rng.seed(seed)
         preemptor = make_pod("p", requests={"cpu": "2"}, priority=10)
         state, diagnosis = diagnose(fwk, handle, preemptor)
-        result, _ = plugin.post_filter(state, preemptor, diagnosis)
+        result, _ = await plugin.post_filter(state, preemptor, diagnosis)
         assert result == PostFilterResult("n2")
         await plugin.executor.wait()
 
@@ -271,7 +271,7 @@ async def test_a_budget_yields_when_its_pod_is_the_only_way():
     fwk, plugin, handle = setup([make_node("n1", cpu="4")], pods, pdbs=[pdb("db", {"app": "db"}, 0)])
     preemptor = make_pod("p", requests={"cpu": "2"}, priority=10)
     state, diagnosis = diagnose(fwk, handle, preemptor)
-    result, _ = plugin.post_filter(state, preemptor, diagnosis)
+    result, _ = await plugin.post_filter(state, preemptor, diagnosis)
     assert result == PostFilterResult("n1")
     await plugin.executor.wait()
 
@@ -378,7 +378,7 @@ async def test_a_pod_with_preemption_policy_never_does_not_preempt():
         }
     )
     state, diagnosis = diagnose(fwk, handle, preemptor)
-    result, status = plugin.post_filter(state, preemptor, diagnosis)
+    result, status = await plugin.post_filter(state, preemptor, diagnosis)
     assert result is None
     assert status.message() == "preemption: not eligible due to preemptionPolicy=Never."
     assert handle.client.requests == []
@@ -395,7 +395,7 @@ async def test_a_preemptor_waits_while_its_victims_on_the_nominated_node_termina
     fwk, plugin, handle = setup([make_node("n1", cpu="1")], [terminating_victim("going", "n1")])
     preemptor = make_pod("p", requests={"cpu": "1"}, priority=10, nominated_node_name="n1")
     state, diagnosis = diagnose(fwk, handle, preemptor)
-    result, status = plugin.post_filter(state, preemptor, diagnosis)
+    result, status = await plugin.post_filter(state, preemptor, diagnosis)
     assert result is None
     assert status.message() == "preemption: not eligible due to a terminating pod on the nominated node."
 
@@ -406,7 +406,7 @@ async def test_a_terminating_pod_deleted_for_another_reason_does_not_block_preem
     fwk, plugin, handle = setup([make_node("n1", cpu="1")], [victim])
     preemptor = make_pod("p", requests={"cpu": "1"}, priority=10, nominated_node_name="n1")
     state, diagnosis = diagnose(fwk, handle, preemptor)
-    result, _ = plugin.post_filter(state, preemptor, diagnosis)
+    result, _ = await plugin.post_filter(state, preemptor, diagnosis)
     assert result == PostFilterResult("n1")
     await plugin.executor.wait()
     # Its deletion is already under way: no second request.
@@ -422,7 +422,7 @@ async def test_when_every_victim_is_already_terminating_nothing_is_called_and_no
     fwk, plugin, handle = setup([make_node("n1", cpu="1")], [victim], nominated={"n1": [displaced]})
     preemptor = make_pod("p", requests={"cpu": "1"}, priority=10)
     state, diagnosis = diagnose(fwk, handle, preemptor)
-    result, status = plugin.post_filter(state, preemptor, diagnosis)
+    result, status = await plugin.post_filter(state, preemptor, diagnosis)
     assert (result, status) == (PostFilterResult("n1"), None)
     assert plugin.pre_enqueue(preemptor) is None
     await plugin.executor.wait()
@@ -458,7 +458,7 @@ async def test_each_victim_is_marked_then_deleted_and_gets_a_preempted_event():
     preemptor = make_pod("p", requests={"cpu": "1"}, priority=10)
     state, diagnosis = diagnose(fwk, handle, preemptor)
 
-    plugin.post_filter(state, preemptor, diagnosis)
+    await plugin.post_filter(state, preemptor, diagnosis)
     await plugin.executor.wait()
 
     patch, delete = handle.client.requests
@@ -490,7 +490,7 @@ async def test_a_victim_that_is_already_gone_is_skipped_quietly():
     preemptor = make_pod("p", requests={"cpu": "1"}, priority=10)
     state, diagnosis = diagnose(fwk, handle, preemptor)
 
-    plugin.post_filter(state, preemptor, diagnosis)
+    await plugin.post_filter(state, preemptor, diagnosis)
     await plugin.executor.wait()
 
     assert [r.method for r in client.requests] == ["PATCH"]
@@ -505,7 +505,7 @@ async def test_lower_priority_pods_nominated_to_the_chosen_node_lose_their_nomin
     preemptor = make_pod("p", requests={"cpu": "1"}, priority=10)
     state, diagnosis = diagnose(fwk, handle, preemptor)
 
-    plugin.post_filter(state, preemptor, diagnosis)
+    await plugin.post_filter(state, preemptor, diagnosis)
     await plugin.executor.wait()
 
     first = handle.client.requests[0]
@@ -558,11 +558,11 @@ def test_a_pod_is_not_kept_out_by_its_own_nomination():
     assert fwk.run_filter_plugins_with_nominated_pods(state, pod, handle.snapshot.get("n1")) is None
 
 
-def test_a_rejecting_post_filter_may_still_clear_the_nomination():
+async def test_a_rejecting_post_filter_may_still_clear_the_nomination():
     fwk, _, handle = setup([make_node("n1", cpu="1")], [cpu_pod("same", "n1", "1", 10)])
     pod = make_pod("p", requests={"cpu": "1"}, priority=10, nominated_node_name="n1")
     state, diagnosis = diagnose(fwk, handle, pod)
-    result, status = fwk.run_post_filter(state, pod, diagnosis)
+    result, status = await fwk.run_post_filter(state, pod, diagnosis)
     assert result == PostFilterResult("")
     assert status == Status.unschedulable(
         "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."

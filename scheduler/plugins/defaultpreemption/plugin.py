@@ -1,8 +1,10 @@
 """The DefaultPreemption PostFilter plugin (upstream's defaultpreemption + preemption.Evaluator).
 
 When no node fits a pod, find nodes where evicting lower-priority pods would make it fit,
+let the extenders with a preempt verb narrow these candidates (or change their victims),
 pick the one whose eviction hurts least, nominate the pod there and evict the victims in the
 background. The filters count nominated pods, so the freed room waits for the preemptor.
+``post_filter`` is a coroutine only for the extenders' sake: without them it never suspends.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from scheduler.framework import (
     Code,
     CycleState,
     Diagnosis,
+    Extender,
     Handle,
     NodeInfo,
+    NodeLister,
     PluginsRunner,
     PostFilterResult,
     Status,
@@ -59,17 +63,17 @@ class DefaultPreemption:
 
     # ------------------------------------------------------------------ PostFilter
 
-    def post_filter(
+    async def post_filter(
         self, state: CycleState, pod: Pod, diagnosis: Diagnosis
     ) -> tuple[PostFilterResult | None, Status | None]:
-        result, status, victims = self._preempt(state, pod, diagnosis)
+        result, status, victims = await self._preempt(state, pod, diagnosis)
         if self._handle.metrics is not None:
             self._handle.metrics.observe_preemption(victims)
         if status is not None and status.reasons:
             status = Status(status.code, (f"preemption: {status.message()}",), self.name, status.error)
         return result, status
 
-    def _preempt(
+    async def _preempt(
         self, state: CycleState, pod: Pod, diagnosis: Diagnosis
     ) -> tuple[PostFilterResult | None, Status | None, int | None]:
         pod = self._latest(pod)
@@ -114,6 +118,11 @@ class DefaultPreemption:
             # An empty nomination clears a stale one.
             return PostFilterResult(""), Status.unschedulable(message), None
 
+        if self._handle.extenders:
+            narrowed = await call_extenders(self._handle.extenders, pod, candidates, snapshot)
+            if isinstance(narrowed, Status):
+                return None, narrowed, None
+            candidates = narrowed
         best = pick_one(candidates)
         if best is None:
             return None, Status.unschedulable("no candidate node for preemption"), None
@@ -168,6 +177,45 @@ class DefaultPreemption:
             return parse_budgets(self._handle.lister("poddisruptionbudgets").list())
         except KeyError:
             return []
+
+
+async def call_extenders(
+    extenders: Sequence[Extender], pod: Pod, candidates: list[Candidate], nodes: NodeLister
+) -> list[Candidate] | Status:
+    """Upstream's callExtenders: each interested extender with a preempt verb gets the candidates
+    (node -> victims) the previous ones left and answers with those it keeps, each with at least
+    one victim. A failure, or a node without victims, is an error unless the extender is
+    ignorable (then it is skipped, or the node dropped). The candidates keep their order."""
+    victims = {c.node_name: c.victims for c in candidates}
+    for extender in extenders:
+        if not victims:
+            break
+        if not extender.supports_preemption() or not extender.is_interested(pod):
+            continue
+        try:
+            answer = await extender.process_preemption(pod, victims, nodes)
+        except Exception as exc:
+            if extender.is_ignorable():
+                log.info(
+                    "skipped extender %s as it returned error and has ignorable flag set: %s",
+                    extender.name,
+                    exc,
+                )
+                continue
+            return Status.from_error(exc)
+        for node_name, kept in list(answer.items()):
+            if kept.pods:
+                continue
+            if not extender.is_ignorable():
+                return Status.from_error(
+                    RuntimeError(f'expected at least one victim pod on node "{node_name}"')
+                )
+            log.info("ignored node %s for which extender %s reported no victims", node_name, extender.name)
+            del answer[node_name]
+        victims = answer
+    order = {c.node_name: i for i, c in enumerate(candidates)}
+    names = sorted(victims, key=lambda name: order.get(name, len(order)))
+    return [Candidate(name, victims[name]) for name in names]
 
 
 def _aggregate(errors: Sequence[Status]) -> Status:

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from scheduler.api import Pod
-from scheduler.framework import CycleState, NodeInfo, PluginsRunner, Status
+from scheduler.framework import CycleState, NodeInfo, PluginsRunner, Status, Victims
 from scheduler.plugins.defaultpreemption.pdb import Budget, split_by_violation
 
 NO_VICTIMS = "No preemption victims found for incoming pod"
@@ -23,12 +22,6 @@ def start_time(pod: Pod) -> str:
 def importance(pod: Pod) -> tuple[int, str]:
     """Sort key, most important first: higher priority, then the longer-running pod."""
     return (-pod.priority, start_time(pod))
-
-
-@dataclass(slots=True)
-class Victims:
-    pods: list[Pod]  # most important first
-    num_pdb_violations: int
 
 
 def select_victims(
