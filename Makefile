@@ -23,9 +23,11 @@ tools:
 test: install tools
 	$(BIN)/pytest -q
 
+## ruff over all the code; mypy over scheduler/ (what it checks: [tool.mypy] in pyproject.toml)
 lint: install
 	$(BIN)/ruff check scheduler tests bench e2e examples
 	$(BIN)/ruff format --check scheduler tests bench e2e examples
+	$(BIN)/mypy
 
 ## The main job: a local API endpoint with simulated nodes, the scheduler, a sample Deployment.
 demo: install
@@ -43,7 +45,7 @@ bench: install
 	$(BIN)/python -m bench.decisions
 
 clean:
-	rm -rf $(VENV) .tools .pytest_cache .ruff_cache
+	rm -rf $(VENV) .tools .pytest_cache .ruff_cache .mypy_cache
 
 # Shipping targets (image, kind, e2e, helm-lint) live in their own file.
 -include mk/*.mk

@@ -11,16 +11,18 @@ import asyncio
 import resource
 import statistics
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from scheduler.api import Node, Pod
 from scheduler.app import available_plugins
 from scheduler.build import DiscardEvents, DiscardStatus, build_scheduler
-from scheduler.config import PluginRef, default_config
-from scheduler.framework import CycleState, Status
+from scheduler.config import PluginRef, SchedulerConfiguration, default_config
+from scheduler.features import DEFAULT_FEATURES, FeatureGates
+from scheduler.framework import ApiClient, CycleState, ObjectLister, PluginFactory, Status
 from scheduler.plugins.registry import in_tree_registry
+from scheduler.schedule_one import StatusSink
 
 ZONES = ("zone-a", "zone-b", "zone-c")
 
@@ -108,7 +110,14 @@ class Result:
 
 
 class Harness:
-    """A scheduler for the default profile over ``num_nodes`` simulated nodes, without an API server."""
+    """A scheduler for the default profile over ``num_nodes`` simulated nodes, without an API server.
+
+    By default the binder works in memory and nothing else talks to an API. A benchmark that
+    plays the API server and the informers itself (``bench.scheduler_perf``) passes ``client``
+    (what the real DefaultBinder, the preemption and ``status`` talk to), ``listers``,
+    ``current_pod`` (the informer's copy of a pod), ``status`` (where pod status writes go) and
+    ``binder=None`` (keep the real DefaultBinder).
+    """
 
     def __init__(
         self,
@@ -117,10 +126,18 @@ class Harness:
         *,
         extra_plugins: Iterable[Any] = (),
         percentage_of_nodes_to_score: int | None = None,
+        config: SchedulerConfiguration | None = None,
+        features: FeatureGates = DEFAULT_FEATURES,
+        client: ApiClient | None = None,
+        listers: Mapping[str, ObjectLister] | None = None,
+        current_pod: Callable[[Pod], Pod | None] | None = None,
+        status: StatusSink | None = None,
+        binder: PluginFactory | None = InMemoryBinder,
     ) -> None:
-        config = default_config()
+        config = config or default_config()
         registry = in_tree_registry()
-        registry["DefaultBinder"] = InMemoryBinder
+        if binder is not None:
+            registry["DefaultBinder"] = binder
         for plugin in extra_plugins:  # enabled in the profile after the defaults, weight 1
             registry[plugin.name] = plugin
             config.profiles[0].plugins.multi_point.enabled.append(PluginRef(plugin.name))
@@ -132,10 +149,12 @@ class Harness:
         parts = build_scheduler(
             config,
             registry,
-            NoApi(),
+            client if client is not None else NoApi(),
             events=DiscardEvents(),
-            status=DiscardStatus(),
-            current_pod=lambda pod: self._pods.get(pod.uid),
+            status=status if status is not None else DiscardStatus(),
+            current_pod=current_pod if current_pod is not None else (lambda pod: self._pods.get(pod.uid)),
+            listers=listers,
+            features=features,
         )
         self.cache, self.queue, self.scheduler = parts.cache, parts.queue, parts.scheduler
         self.framework = parts.frameworks["pyscheduler"]

@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import os
 import pstats
+import shutil
 import signal
 import subprocess
 import sys
@@ -152,7 +153,9 @@ class BoundCounter:
                         self.bound.add(name)
 
 
-async def run(nodes: int, pods: int, live: bool, qps: float, profile: bool) -> Figures:
+async def run(
+    nodes: int, pods: int, live: bool, qps: float, profile: bool, profile_out: Path | None = None
+) -> Figures:
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
         (work / "nodes.yaml").write_text(NODE_TEMPLATE.format(count=nodes))
@@ -189,6 +192,8 @@ async def run(nodes: int, pods: int, live: bool, qps: float, profile: bool) -> F
                     work, kubeconfig, nodes, pods, qps, profile, live, counter, session, url
                 )
                 watcher.cancel()
+                if profile and profile_out is not None and (work / "profile.out").exists():
+                    shutil.copyfile(work / "profile.out", profile_out)
                 return figures
         finally:
             sim.send_signal(signal.SIGTERM)
@@ -272,8 +277,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--live", action="store_true", help="create the pods while the scheduler runs")
     parser.add_argument("--qps", type=float, default=0, help="client QPS (0: unlimited; burst = 2 x qps)")
     parser.add_argument("--profile", action="store_true", help="run the scheduler under cProfile")
+    parser.add_argument(
+        "--profile-out", type=Path, help="with --profile: also keep the raw cProfile output here (pstats)"
+    )
     args = parser.parse_args(argv)
-    figures = asyncio.run(run(args.nodes, args.pods, args.live, args.qps, args.profile))
+    figures = asyncio.run(run(args.nodes, args.pods, args.live, args.qps, args.profile, args.profile_out))
     print(figures.describe())
     return 0
 

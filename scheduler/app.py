@@ -14,7 +14,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from scheduler import __version__, logs
@@ -38,6 +38,7 @@ from scheduler.config import (
 )
 from scheduler.eventhandlers import MalformedPods, NodeEvents, PodEvents, ResourceEvents
 from scheduler.extender import HTTPExtender, close_all
+from scheduler.features import DEFAULT_FEATURES, FeatureGateError, FeatureGates
 from scheduler.framework import BackgroundPlugin, PluginFactory
 from scheduler.framework.interface import (
     CSI_DRIVER,
@@ -57,6 +58,7 @@ from scheduler.schedule_one import Scheduler
 from scheduler.serving import DelegatedAuth, ServingCertificate, StatusServer, TLSConfigError
 from scheduler.serving import options as serving_options
 from scheduler.serving.options import ServingOptions
+from scheduler.serving.server import Check
 
 log = logging.getLogger("scheduler")
 
@@ -110,6 +112,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="let a profile be named default-scheduler, or use the Lease kube-system/kube-scheduler "
         "(only where no kube-scheduler runs)",
     )
+    parser.add_argument(
+        "--feature-gates",
+        default="",
+        metavar="Gate=true|false,...",
+        help="feature gates, as kube-scheduler's flag (`pyscheduler feature-gates` lists them)",
+    )
     parser.add_argument("-v", "--v", dest="verbosity", type=int, default=2, help="log verbosity (0-10)")
     parser.add_argument(
         "--logging-format",
@@ -132,6 +140,14 @@ def _parse_bool(text: str) -> bool:
 def main(args: argparse.Namespace) -> int:
     logs.configure(args.verbosity, args.logging_format)
     try:
+        features = FeatureGates.parse(args.feature_gates)
+    except FeatureGateError as exc:
+        print(
+            f'pyscheduler: invalid argument "{args.feature_gates}" for "--feature-gates" flag: {exc}',
+            file=sys.stderr,
+        )
+        return 2
+    try:
         sources = load_registry(args.plugins)
     except PluginLoadError as exc:
         print(f"pyscheduler: {exc}", file=sys.stderr)
@@ -150,7 +166,7 @@ def main(args: argparse.Namespace) -> int:
         return 2
     registry = factories(sources)
     try:
-        check_profiles(config, registry)
+        check_profiles(config, registry, features)
     except FrameworkError as exc:
         print(f"pyscheduler: invalid configuration {args.config or '(defaults)'}: {exc}", file=sys.stderr)
         return 2
@@ -166,6 +182,7 @@ def main(args: argparse.Namespace) -> int:
         serving=serving,
         registry=registry,
         watches=watched_kinds(config, sources),
+        features=features,
     )
     return asyncio.run(app.run())
 
@@ -219,7 +236,11 @@ def available_plugins(config: SchedulerConfiguration, registry: Mapping[str, Plu
     return sorted(missing)
 
 
-def check_profiles(config: SchedulerConfiguration, registry: Mapping[str, PluginFactory]) -> None:
+def check_profiles(
+    config: SchedulerConfiguration,
+    registry: Mapping[str, PluginFactory],
+    features: FeatureGates = DEFAULT_FEATURES,
+) -> None:
     """Build every profile once, offline, so a bad plugin set or args fail before start-up
     (FrameworkError naming the profile and plugin)."""
     available_plugins(config, registry)
@@ -230,6 +251,7 @@ def check_profiles(config: SchedulerConfiguration, registry: Mapping[str, Plugin
         events=DiscardEvents(),
         status=DiscardStatus(),
         current_pod=lambda pod: None,
+        features=features,
     )
 
 
@@ -245,8 +267,10 @@ class SchedulerApp:
         registry: Mapping[str, PluginFactory] | None = None,
         identity: str | None = None,
         watches: Sequence[str] = (),
+        features: FeatureGates = DEFAULT_FEATURES,
     ) -> None:
         self.config = config
+        self.features = features
         self.watches = list(watches)  # kinds plugins read beyond the built-in ones
         self.kubeconfig = kubeconfig or config.client_connection.kubeconfig or None
         self.serving = serving or ServingOptions()
@@ -273,10 +297,14 @@ class SchedulerApp:
         client_config = await load_client_config(self.kubeconfig)
         conn = self.config.client_connection
         self.client = KubeClient(client_config, qps=conn.qps, burst=conn.burst)
+        # As kube-scheduler's, events and the lease have clients (token buckets) of their own:
+        # a burst of bindings that drains the main bucket delays neither an event nor a renewal.
+        events_client = self.client.sibling(qps=conn.qps, burst=conn.burst)
+        lease_client = self.client.sibling(qps=conn.qps, burst=conn.burst)
         names = [p.scheduler_name for p in self.config.profiles]
         # One recorder per profile: events name the profile as their reporting controller.
         self.recorders = {
-            name: EventRecorder(self.client, name, self.identity, outage=self.outage) for name in names
+            name: EventRecorder(events_client, name, self.identity, outage=self.outage) for name in names
         }
         self.status_writer = PodStatusWriter(self.client, self._status_of, outage=self.outage)
         self.recorder = _ProfileEvents(self.recorders)
@@ -290,12 +318,14 @@ class SchedulerApp:
             current_pod=self._current_pod,
             listers=listers,
             metrics=self.metrics,
+            features=self.features,
         )
         self.cache, self.queue, self.frameworks = parts.cache, parts.queue, parts.frameworks
         self.extenders = parts.extenders
         pod_events: Any = PodEvents(self.cache, self.queue, names, self._reject_waiting)
         node_events: Any = NodeEvents(self.cache, self.queue)
-        decode_pod, decode_node = Pod.from_dict, Node.from_dict
+        decode_pod: Callable[[dict[str, Any]], Pod] = Pod.from_dict
+        decode_node: Callable[[dict[str, Any]], Node] = Node.from_dict
         if parts.api_objects is not None:  # extenders are sent the objects' API JSON
             kept = parts.api_objects
             decode_pod, pod_events = kept.pods.decoder(decode_pod), kept.pods.handler(pod_events)
@@ -346,7 +376,7 @@ class SchedulerApp:
         if lease.leader_elect:
             namespace = lease.resource_namespace or _own_namespace()
             self.elector = LeaderElector(
-                self.client,
+                lease_client,
                 namespace=namespace,
                 name=lease.resource_name,
                 identity=self.identity,
@@ -355,7 +385,7 @@ class SchedulerApp:
                 retry_period=lease.retry_period,
                 metrics=self.metrics,
             )
-        health = [("ping", lambda: None)]
+        health: list[Check] = [("ping", lambda: None)]
         if self.elector is not None:
             health.append(("leaderElection", self.elector.check_health))
         tls, auth = await self._secure_serving()
@@ -461,8 +491,9 @@ class SchedulerApp:
             stop = asyncio.create_task(self.shutting_down.wait())
             work = asyncio.create_task(self._lead_and_schedule())
             done, _ = await asyncio.wait({stop, work}, return_when=asyncio.FIRST_COMPLETED)
-            if work in done and work.exception() is not None:
-                raise work.exception()  # type: ignore[misc]
+            error = work.exception() if work in done else None
+            if error is not None:
+                raise error
             await self.shutdown(work)
         finally:
             await self.close()
@@ -476,6 +507,7 @@ class SchedulerApp:
             self.identity,
             ", ".join(self.frameworks),
         )
+        assert self.server is not None, "start() runs after _build()"
         await self.server.start()
         self.informers.start()
         self._spawn(self.queue.run(), "queue flusher")
@@ -514,6 +546,7 @@ class SchedulerApp:
         except asyncio.CancelledError:
             # Shutting down while leading: the elector keeps renewing while bindings drain,
             # and releases the lease afterwards. A lost lease means stop at once.
+            assert self.elector is not None  # it is the elector that calls this
             if not self.elector.lost.is_set():
                 await self._drain_bindings()
             raise
@@ -526,6 +559,7 @@ class SchedulerApp:
             for plugin in fwk.plugins.values()
             if isinstance(plugin, BackgroundPlugin)
         ]
+        assert self.scheduler is not None, "scheduling starts after _build()"
         try:
             await self.scheduler.run()
         finally:
@@ -534,6 +568,7 @@ class SchedulerApp:
             await asyncio.gather(*background, return_exceptions=True)
 
     async def _drain_bindings(self) -> None:
+        assert self.scheduler is not None, "bindings are drained after _build()"
         if not await self.scheduler.wait_for_bindings(SHUTDOWN_GRACE_SECONDS):
             log.warning("some bindings were still in flight after %.0fs", SHUTDOWN_GRACE_SECONDS)
 

@@ -16,6 +16,7 @@ from scheduler.api import Pod
 from scheduler.cache import Cache
 from scheduler.config import SchedulerConfiguration
 from scheduler.extender import ApiObjects, ExtenderConfigError, HTTPExtender, build_extenders
+from scheduler.features import DEFAULT_FEATURES, FeatureGates
 from scheduler.framework import ApiClient, ObjectLister, PluginFactory
 from scheduler.framework.clock import REAL_CLOCK, Clock
 from scheduler.queue import ProfilesPolicy, SchedulingQueue
@@ -68,6 +69,7 @@ def build_scheduler(
     clock: Clock = REAL_CLOCK,
     rng: random.Random | None = None,
     max_inflight_bindings: int = 256,
+    features: FeatureGates = DEFAULT_FEATURES,
 ) -> SchedulerParts:
     """Every profile of ``config`` built from ``registry`` (FrameworkError names what is wrong).
 
@@ -107,6 +109,7 @@ def build_scheduler(
                 percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
                 clock=clock,
                 metrics=metrics,
+                features=features,
             )
         except FrameworkError as exc:
             raise FrameworkError(f"profiles[{index}] ({profile.scheduler_name}): {exc}") from exc

@@ -1,4 +1,4 @@
-"""Command line: `pyscheduler run | sim-cluster | demo | plugins | version`.
+"""Command line: `pyscheduler run | sim-cluster | demo | plugins | feature-gates | version`.
 
 Each subcommand lives in its own module exposing ``add_arguments(parser)`` and
 ``main(args) -> int``; the module is imported only when its subcommand runs, so
@@ -20,6 +20,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "sim-cluster": ("scheduler.sim.cli", "serve a local Kubernetes API endpoint with simulated nodes"),
     "demo": ("scheduler.demo", "run the scheduler against a local simulated cluster and show placements"),
     "plugins": ("scheduler.plugins.listing", "list the plugins this installation can use, with their args"),
+    "feature-gates": ("scheduler.features", "list the feature gates and their defaults"),
 }
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection, Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from scheduler.api import MalformedObject, Node, Pod
 from scheduler.api.objects import DEFAULT_SCHEDULER_NAME
@@ -196,7 +196,7 @@ class MalformedPods:
         self.queue.delete(pod)
         message = f"malformed pod: {error.reason}"
         self.events.record(pod, "Warning", "FailedScheduling", "Scheduling", message)
-        condition = {
+        condition: dict[str, Any] = {
             "type": "PodScheduled",
             "status": "False",
             "reason": POD_REASON_UNSCHEDULABLE,
@@ -218,7 +218,7 @@ class MalformedPods:
         name, uid = meta.get("name"), meta.get("uid")
         namespace = meta.get("namespace") or "default"
         scheduler = spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME
-        if not all(isinstance(v, str) and v for v in (name, namespace, uid, scheduler)):
+        if not (_text(name) and _text(namespace) and _text(uid) and _text(scheduler)):
             return None
         if scheduler not in self.scheduler_names:
             return None
@@ -241,6 +241,11 @@ class MalformedPods:
             if isinstance(conditions, list) and all(isinstance(c, dict) for c in conditions)
             else (),
         )
+
+
+def _text(value: object) -> TypeGuard[str]:
+    """A non-empty string."""
+    return isinstance(value, str) and bool(value)
 
 
 def _object(obj: Any, name: str) -> Mapping[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import platform
 import random
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
 from prometheus_client.exposition import choose_encoder
@@ -48,6 +49,26 @@ def exponential_buckets(start: float, factor: float, count: int) -> list[float]:
     return bounds
 
 
+class LabelledChildren:
+    """A metric's labelled children by label values, fetched once each.
+
+    prometheus-client's ``labels()`` validates and locks on every call; the runtime asks for
+    the same few children on every cycle, so they are remembered here (none is ever removed).
+    """
+
+    __slots__ = ("_children", "_metric")
+
+    def __init__(self, metric: Counter | Gauge | Histogram) -> None:
+        self._metric = metric
+        self._children: dict[tuple[str, ...], Any] = {}
+
+    def __call__(self, *values: str) -> Any:
+        child = self._children.get(values)
+        if child is None:
+            child = self._children[values] = self._metric.labels(*values)
+        return child
+
+
 def attempts_label(attempts: int) -> str:
     """The ``attempts`` label of the SLI histogram: the count, capped at ``15+``."""
     return f"{MAX_ATTEMPTS_LABEL}+" if attempts >= MAX_ATTEMPTS_LABEL else str(attempts)
@@ -61,11 +82,26 @@ class SchedulerMetrics:
     """
 
     __slots__ = (
+        "_attempt_duration",
+        "_attempts",
+        "_batch_attempts",
+        "_batch_flushed",
+        "_cache_size",
+        "_extension_point_duration",
+        "_incoming",
+        "_node_hint_duration",
+        "_pending",
+        "_plugin_duration",
         "_rng",
+        "_sli_duration",
+        "_store_results_duration",
+        "batch_attempts",
+        "batch_cache_flushed",
         "build_info",
         "cache_size",
         "event_handling_duration",
         "framework_extension_point_duration",
+        "get_node_hint_duration",
         "leader_election_master_status",
         "pending_pods",
         "permit_wait_duration",
@@ -82,6 +118,7 @@ class SchedulerMetrics:
         "schedule_attempts",
         "scheduling_algorithm_duration",
         "scheduling_attempt_duration",
+        "store_schedule_results_duration",
         "unschedulable_pods",
     )
 
@@ -136,6 +173,38 @@ class SchedulerMetrics:
             "Victims selected by one preemption of a single pod.",
             namespace=SUBSYSTEM,
             buckets=exponential_buckets(1, 2, 7),
+            registry=reg,
+        )
+        # OpportunisticBatching (KEP-5598)
+        ten_us_buckets = exponential_buckets(0.00001, 2, 12)  # 10us .. ~20ms
+        self.batch_attempts = Counter(
+            "batch_attempts_total",
+            "Counts of results when we attempt to use batching.",
+            ["profile", "result"],
+            namespace=SUBSYSTEM,
+            registry=reg,
+        )
+        self.batch_cache_flushed = Counter(
+            "batch_cache_flushed_total",
+            "Counts of cache flushes by reason.",
+            ["profile", "reason"],
+            namespace=SUBSYSTEM,
+            registry=reg,
+        )
+        self.get_node_hint_duration = Histogram(
+            "get_node_hint_duration_seconds",
+            "Latency for getting a node hint.",
+            ["hinted", "profile"],
+            namespace=SUBSYSTEM,
+            buckets=ten_us_buckets,
+            registry=reg,
+        )
+        self.store_schedule_results_duration = Histogram(
+            "store_schedule_results_duration_seconds",
+            "Latency for storing a cycle's results for the batch.",
+            ["profile"],
+            namespace=SUBSYSTEM,
+            buckets=ten_us_buckets,
             registry=reg,
         )
         self.preemption_attempts = Counter(
@@ -244,6 +313,18 @@ class SchedulerMetrics:
             registry=reg,
         )
         self.build_info.labels(version=__version__, python=platform.python_version()).set(1)
+        self._attempts = LabelledChildren(self.schedule_attempts)
+        self._attempt_duration = LabelledChildren(self.scheduling_attempt_duration)
+        self._sli_duration = LabelledChildren(self.pod_scheduling_sli_duration)
+        self._extension_point_duration = LabelledChildren(self.framework_extension_point_duration)
+        self._plugin_duration = LabelledChildren(self.plugin_execution_duration)
+        self._incoming = LabelledChildren(self.queue_incoming_pods)
+        self._pending = LabelledChildren(self.pending_pods)
+        self._batch_attempts = LabelledChildren(self.batch_attempts)
+        self._batch_flushed = LabelledChildren(self.batch_cache_flushed)
+        self._node_hint_duration = LabelledChildren(self.get_node_hint_duration)
+        self._store_results_duration = LabelledChildren(self.store_schedule_results_duration)
+        self._cache_size = LabelledChildren(self.cache_size)
 
     # -------------------------------------------------------------------------- per-cycle helpers
 
@@ -253,8 +334,8 @@ class SchedulerMetrics:
 
     def observe_attempt(self, result: str, profile: str, duration: float) -> None:
         """One scheduling attempt finished with ``result`` (scheduled, unschedulable or error)."""
-        self.schedule_attempts.labels(result, profile).inc()
-        self.scheduling_attempt_duration.labels(result, profile).observe(duration)
+        self._attempts(result, profile).inc()
+        self._attempt_duration(result, profile).observe(duration)
 
     def observe_algorithm(self, duration: float) -> None:
         self.scheduling_algorithm_duration.observe(duration)
@@ -264,15 +345,15 @@ class SchedulerMetrics:
         queue (None when unknown, as upstream skips the SLI then)."""
         self.pod_scheduling_attempts.observe(attempts)
         if sli_duration is not None:
-            self.pod_scheduling_sli_duration.labels(attempts_label(attempts)).observe(sli_duration)
+            self._sli_duration(attempts_label(attempts)).observe(sli_duration)
 
     def observe_extension_point(
         self, extension_point: str, status: str, profile: str, duration: float
     ) -> None:
-        self.framework_extension_point_duration.labels(extension_point, status, profile).observe(duration)
+        self._extension_point_duration(extension_point, status, profile).observe(duration)
 
     def observe_plugin(self, plugin: str, extension_point: str, status: str, duration: float) -> None:
-        self.plugin_execution_duration.labels(plugin, extension_point, status).observe(duration)
+        self._plugin_duration(plugin, extension_point, status).observe(duration)
 
     def observe_preemption(self, victims: int | None) -> None:
         """One preemption attempt; ``victims`` is the chosen candidate's victim count, None when no
@@ -281,20 +362,34 @@ class SchedulerMetrics:
         if victims is not None:
             self.preemption_victims.observe(victims)
 
+    def batch_attempt(self, profile: str, result: str) -> None:
+        """One use of the batch: ``no_hint``, ``hint_used`` or ``hint_not_used``."""
+        self._batch_attempts(profile, result).inc()
+
+    def batch_flushed(self, profile: str, reason: str) -> None:
+        self._batch_flushed(profile, reason).inc()
+
+    def observe_node_hint(self, hinted: bool, profile: str, duration: float) -> None:
+        self._node_hint_duration("hint" if hinted else "no_hint", profile).observe(duration)
+
+    def observe_store_results(self, profile: str, duration: float) -> None:
+        self._store_results_duration(profile).observe(duration)
+
     def incoming_pod(self, queue: str, event: str) -> None:
-        self.queue_incoming_pods.labels(queue, event).inc()
+        self._incoming(queue, event).inc()
 
     def set_pending(self, active: int, backoff: int, unschedulable: int, gated: int) -> None:
-        pending = self.pending_pods
-        pending.labels("active").set(active)
-        pending.labels("backoff").set(backoff)
-        pending.labels("unschedulable").set(unschedulable)
-        pending.labels("gated").set(gated)
+        pending = self._pending
+        pending("active").set(active)
+        pending("backoff").set(backoff)
+        pending("unschedulable").set(unschedulable)
+        pending("gated").set(gated)
 
     def set_cache_size(self, nodes: int, pods: int, assumed_pods: int) -> None:
-        self.cache_size.labels("nodes").set(nodes)
-        self.cache_size.labels("pods").set(pods)
-        self.cache_size.labels("assumed_pods").set(assumed_pods)
+        size = self._cache_size
+        size("nodes").set(nodes)
+        size("pods").set(pods)
+        size("assumed_pods").set(assumed_pods)
 
     def set_leader(self, name: str, leading: bool) -> None:
         self.leader_election_master_status.labels(name).set(1 if leading else 0)

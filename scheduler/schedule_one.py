@@ -34,13 +34,13 @@ from scheduler.framework import (
     NodeLister,
     NodeTable,
     PostFilterResult,
-    PreFilterResult,
     QueuedPodInfo,
     Status,
 )
 from scheduler.framework.interface import ASSIGNED_POD, ClusterEvent
 from scheduler.framework.messages import fit_error_message
 from scheduler.runtime import Framework
+from scheduler.runtime.batch import RankedNodes
 from scheduler.runtime.framework import EXTENDER_NAME, nominated_pods_to_respect
 
 log = logging.getLogger(__name__)
@@ -114,9 +114,9 @@ class Rejections:
         for slots, ids in zip(self.slots, self.status_ids, strict=True):
             # runs for every unschedulable pod over every node: plain loops, no per-item calls
             for slot, status_id in zip(slots.tolist(), ids.tolist(), strict=True):
-                node_to_status[infos[slot].node.name] = statuses[status_id]  # type: ignore[union-attr]
+                node_to_status[infos[slot].node.name] = statuses[status_id]
         for slot, status in self.singles:
-            node_to_status[infos[slot].node.name] = status  # type: ignore[union-attr]
+            node_to_status[table.info(slot).node.name] = status
         for status in (*self.statuses, *(status for _, status in self.singles)):
             if status.code == Code.PENDING:
                 diagnosis.pending_plugins.add(status.plugin)
@@ -250,7 +250,7 @@ class Scheduler:
             return False
         if isinstance(result, FitError):
             # without PostFilter plugins nothing can nominate the pod: a nomination is void
-            nominated = CLEAR_NOMINATION
+            nominated: PostFilterResult | None = CLEAR_NOMINATION
             if post is not None:
                 post_result, post_status = post
                 if post_status is not None:
@@ -333,10 +333,19 @@ class Scheduler:
                 diagnosis.pending_plugins, diagnosis.unschedulable_plugins = plugins, set()
             return FitError(num_nodes, diagnosis)
 
+        batch, signature, hint = fwk.batch, None, ""
+        cycle = self.queue.scheduling_cycle()
+        if batch is not None:
+            signature = fwk.sign_pod(state, pod)
+            hint = batch.node_hint(pod, signature, state, cycle, snapshot)
         nominated = self._nominated_to_respect(pod)
-        if pod.nominated_node_name:
-            chosen = await self._evaluate_nominated_node(fwk, state, pod, snapshot, pre_result, nominated)
+        # A preemptor's nominated node, else the batch's hint, is tried first and taken if it fits.
+        if pod.nominated_node_name or hint:
+            name = pod.nominated_node_name or hint
+            chosen = await self._evaluate_nominated_node(fwk, state, pod, snapshot, name, nominated)
             if chosen is not None:
+                if batch is not None:
+                    batch.store(signature, hint, chosen.node_name, cycle)
                 return chosen
 
         order = snapshot.order
@@ -381,14 +390,27 @@ class Scheduler:
             return FitError(num_nodes, diagnosis)
         evaluated = len(feasible) + rejections.count() + len(extender_statuses)
         if len(feasible) == 1:
-            return ScheduleResult(table.info(int(feasible[0])).name, evaluated, 1)
+            only = table.info(int(feasible[0])).name
+            if batch is not None:
+                batch.store(signature, hint, only, cycle)
+            return ScheduleResult(only, evaluated, 1)
         totals, status = fwk.run_scoring(state, pod, table, feasible)
         if status is not None:
             return status
         if self.extenders:
             totals = totals + await prioritize_with_extenders(self.extenders, pod, _infos(table, feasible))
-        chosen = int(feasible[select_host(totals, self._rng)])
-        return ScheduleResult(table.info(chosen).name, evaluated, len(feasible))
+        best = table.info(int(feasible[select_host(totals, self._rng)])).name
+        if batch is not None:
+            scored = totals
+            batch.store(
+                signature,
+                hint,
+                best,
+                cycle,
+                others=len(feasible) - 1,
+                ranked=lambda: RankedNodes.of(table, feasible, scored, best, self._rng),
+            )
+        return ScheduleResult(best, evaluated, len(feasible))
 
     async def _evaluate_nominated_node(
         self,
@@ -396,16 +418,14 @@ class Scheduler:
         state: CycleState,
         pod: Pod,
         snapshot: NodeLister,
-        pre_result: PreFilterResult | None,
+        name: str,
         nominated: Mapping[str, list[Pod]],
     ) -> ScheduleResult | None:
-        """Upstream's evaluateNominatedNode: a preemptor takes the node it freed if it fits there,
-        without scoring; otherwise the whole cluster is searched as usual."""
-        name = pod.nominated_node_name
+        """Upstream's evaluateNominatedNode: a preemptor takes the node it freed (a batched pod
+        the node it was hinted) if it fits there, without scoring; otherwise the whole cluster
+        is searched as usual. As upstream, a PreFilter result does not narrow this check."""
         info = snapshot.get(name)
         if info is None:
-            return None
-        if pre_result is not None and pre_result.node_names is not None and name not in pre_result.node_names:
             return None
         search = find_nodes_that_pass_filters(
             fwk, state, pod, snapshot, np.array([info.slot]), nominated, self.extenders
@@ -535,7 +555,7 @@ class Scheduler:
         self.events.record(pod, "Warning", "FailedScheduling", "Scheduling", message)
         if current is None:
             return
-        condition = {
+        condition: dict[str, Any] = {
             "type": "PodScheduled",
             "status": "False",
             "reason": reason,
@@ -702,9 +722,9 @@ def _filter_one_by_one(
     for position, slot in zip(positions, slots, strict=True):
         info = infos[slot]
         if held and slot in held:
-            status = fwk.run_filter_plugins_with(state, pod, info, every_filter, nominated[info.name])  # type: ignore[union-attr]
+            status = fwk.run_filter_plugins_with(state, pod, info, every_filter, nominated[info.name])
         else:
-            status = run_filters(state, pod, info, per_node)  # type: ignore[arg-type]
+            status = run_filters(state, pod, info, per_node)
         if status is None:
             feasible.append(slot)
             if len(feasible) >= wanted:
@@ -827,7 +847,7 @@ def run_now(step: Coroutine[Any, Any, T]) -> T:
     try:
         step.send(None)
     except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+        return done.value
     step.close()
     raise RuntimeError("the scheduling cycle waited for an extender: run it in an event loop")
 

@@ -488,11 +488,11 @@ async def _wait_for(predicate, timeout: float = 10.0) -> bool:
 async def test_two_replicas_elect_hand_over_and_step_down_against_the_sim_cluster():
     sim_module = pytest.importorskip("scheduler.sim")
     rest = pytest.importorskip("scheduler.client.rest")
-    from kubernetes_asyncio.client import Configuration
+    from scheduler.client import ClientConfig
 
     async with sim_module.SimCluster(nodes=1, kubelet=False, controllers=False) as sim:
-        configuration = Configuration(host=sim.url)
-        clients = [rest.KubeClient(configuration, qps=0) for _ in range(2)]
+        config = ClientConfig(server=sim.url)
+        clients = [rest.KubeClient(config, qps=0) for _ in range(2)]
         timings = {"lease_duration": 1.0, "renew_deadline": 0.6, "retry_period": 0.1}
         replicas = [
             Replica(c, LeaderElector(c, namespace="default", name=NAME, identity=f"r{i}", **timings))

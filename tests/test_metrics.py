@@ -35,6 +35,10 @@ def touch_every_metric(m: SchedulerMetrics) -> None:
     m.unschedulable_pods.labels("NodeResourcesFit", "p").set(1)
     m.plugin_evaluation_total.labels("NodeResourcesFit", "Filter", "p").inc()
     m.set_leader("pyscheduler", True)
+    m.batch_attempt("p", "hint_used")
+    m.batch_flushed("p", "expired")
+    m.observe_node_hint(True, "p", 0.00002)
+    m.observe_store_results("p", 0.00002)
 
 
 # (exposed family name, type, label names, bucket bounds or None)
@@ -71,6 +75,10 @@ EXPECTED = [
     ("scheduler_cache_size", "gauge", {"type"}, None),
     ("scheduler_unschedulable_pods", "gauge", {"plugin", "profile"}, None),
     ("scheduler_plugin_evaluation", "counter", {"plugin", "extension_point", "profile"}, None),
+    ("scheduler_batch_attempts", "counter", {"profile", "result"}, None),
+    ("scheduler_batch_cache_flushed", "counter", {"profile", "reason"}, None),
+    ("scheduler_get_node_hint_duration_seconds", "histogram", {"hinted", "profile"}, (0.00001, 2, 12)),
+    ("scheduler_store_schedule_results_duration_seconds", "histogram", {"profile"}, (0.00001, 2, 12)),
     ("leader_election_master_status", "gauge", {"name"}, None),
     ("pyscheduler_build_info", "gauge", {"version", "python"}, None),
 ]

@@ -63,9 +63,24 @@ def parse_quantity(value: str | int | float) -> Fraction:
 
 def milli_value(value: str | int | float) -> int:
     """Value in thousandths, rounded up (CPU in millicores)."""
+    if isinstance(value, str):
+        return _milli_of_text(value)
     return math.ceil(parse_quantity(value) * 1000)
 
 
 def int_value(value: str | int | float) -> int:
     """Value in whole units, rounded up (bytes, pods, extended resources)."""
+    if isinstance(value, str):
+        return _int_of_text(value)
     return math.ceil(parse_quantity(value))
+
+
+# Every pod of a workload states the same few quantities: decoding one is a dictionary lookup.
+@lru_cache(maxsize=4096)
+def _milli_of_text(text: str) -> int:
+    return math.ceil(_parse(text) * 1000)
+
+
+@lru_cache(maxsize=4096)
+def _int_of_text(text: str) -> int:
+    return math.ceil(_parse(text))

@@ -307,28 +307,43 @@ class Cache:
     # ------------------------------------------------------------------ internals
 
     def _place(self, pod: Pod) -> None:
+        self._touched(self._add_to_node(pod))
+
+    def _unplace(self, pod: Pod) -> None:
+        info = self._remove_from_node(pod)
+        if info is not None:
+            self._touched(info)
+
+    def _move(self, old: Pod, new: Pod) -> None:
+        """``old`` becomes ``new``; a node's row is written once, so an update that changes no
+        request (a binding confirmed, a status change) leaves the row's values as they were."""
+        left = self._remove_from_node(old)
+        arrived = self._add_to_node(new)
+        if left is not None and left is not arrived:
+            self._touched(left)
+        self._touched(arrived)
+
+    def _add_to_node(self, pod: Pod) -> NodeInfo:
         info = self._infos.get(pod.node_name)
         if info is None:
             # The node has not arrived yet: hold the pod on a placeholder until it does.
             info = self._infos[pod.node_name] = NodeInfo(node=Node(name=pod.node_name))
         info.add_pod(pod)
         self.pod_index.add(pod)
-        self._touched(info)
+        return info
 
-    def _unplace(self, pod: Pod) -> None:
+    def _remove_from_node(self, pod: Pod) -> NodeInfo | None:
+        """Take ``pod`` off its node; the node's info if it is in the table and held the pod."""
         self.pod_index.remove(pod)
         info = self._infos.get(pod.node_name)
         if info is None or info.remove_pod(pod.uid) is None:
             log.debug("pod %s was not accounted on node %r", pod.key, pod.node_name)
-            return
+            return None
         if info.slot >= 0:
-            self._touched(info)
-        elif not info.pods:
+            return info
+        if not info.pods:
             del self._infos[pod.node_name]
-
-    def _move(self, old: Pod, new: Pod) -> None:
-        self._unplace(old)
-        self._place(new)
+        return None
 
     def _touched(self, info: NodeInfo) -> None:
         if info.slot >= 0:

@@ -1,12 +1,14 @@
 """Talking to the API server: auth, raw JSON requests, throttling, informers, events, pod writes.
 
-Everything here speaks plain JSON (orjson) over kubernetes_asyncio's authenticated session;
+Everything here speaks plain JSON (orjson) over our own HTTP/1.1 pool (``transport``), with the
+credentials of a kubeconfig or the service account read as client-go does (``kubeconfig``);
 the generated OpenAPI models are never built (DESIGN.md principle 2).
 """
 
 from scheduler.client.config import ClientConfigError, load_client_config
 from scheduler.client.events import NORMAL, WARNING, EventRecorder
 from scheduler.client.informer import EventHandler, Informer, InformerGroup, Store
+from scheduler.client.kubeconfig import ClientConfig, KubeconfigError
 from scheduler.client.pods import delete_pod, patch_pod_condition
 from scheduler.client.ratelimit import RateLimiter
 from scheduler.client.rest import ApiError, KubeClient, TransportError, raise_for_status
@@ -15,12 +17,14 @@ __all__ = [
     "NORMAL",
     "WARNING",
     "ApiError",
+    "ClientConfig",
     "ClientConfigError",
     "EventHandler",
     "EventRecorder",
     "Informer",
     "InformerGroup",
     "KubeClient",
+    "KubeconfigError",
     "RateLimiter",
     "Store",
     "TransportError",

@@ -20,10 +20,11 @@ does keeps its last good version in the store, as client-go's would keep it.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import hashlib
 import logging
 import random
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
@@ -74,7 +75,7 @@ class ListWatchClient(ApiClient, Protocol):
         *,
         read_timeout: float | None = None,
         on_connected: Callable[[], None] | None = None,
-    ) -> AsyncIterator[bytes]: ...
+    ) -> AsyncGenerator[bytes, None]: ...
 
 
 @dataclass(slots=True)
@@ -100,8 +101,8 @@ class Store(Generic[T]):
     def list(self) -> list[T]:
         return [e.obj for e in self._entries.values()]
 
-    def keys(self) -> list[str]:
-        return list(self._entries)
+    def keys(self) -> builtins.list[str]:
+        return builtins.list(self._entries)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -453,9 +454,10 @@ class InformerGroup:
                 )
                 if not done:
                     return False
-                for task in done & set(self._tasks):
-                    task.result()  # raises the informer's exception
-                    raise RuntimeError(f"{task.get_name()} stopped before syncing")
+                for task in self._tasks:
+                    if task in done:
+                        task.result()  # raises the informer's exception
+                        raise RuntimeError(f"{task.get_name()} stopped before syncing")
             return True
         finally:
             for w in waiters:

@@ -1,26 +1,24 @@
 """Plain-JSON requests to the Kubernetes API.
 
 The generated OpenAPI models are slow to build and lossy for fields they do not know, so every
-request here sends and receives raw JSON (orjson) — but authentication, TLS and token refresh
-stay kubernetes_asyncio's: each request takes its headers from the library's ``ApiClient``
-(``update_params_for_auth``, which runs the token refresh hooks) and goes through the aiohttp
-session that the library configured with the cluster's CA and client certificate. (``call_api``
-itself cannot be used for writes: it re-encodes every JSON body with ``json.dumps``.)
+request here sends and receives raw JSON (orjson) over ``transport.HttpPool``. A
+``kubeconfig.ClientConfig`` (from a kubeconfig or the in-cluster service account) gives the
+server URL, CA, client certificate and proxy, and its credentials the Authorization header of
+every request (a token file re-read, an exec plugin re-run, when due or after a 401).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any
 
-import aiohttp
 import orjson
-from kubernetes_asyncio.client import ApiClient as _LibApiClient
-from kubernetes_asyncio.client import Configuration
 
+from scheduler.client.kubeconfig import ClientConfig, CredentialError
 from scheduler.client.ratelimit import RateLimiter
+from scheduler.client.transport import ConnectionBroke, Endpoint, HttpError, HttpPool, Response
 from scheduler.framework.interface import ApiResponse
 
 log = logging.getLogger(__name__)
@@ -102,31 +100,8 @@ def raise_for_status(resp: ApiResponse) -> Any:
     raise ApiError.from_response(resp)
 
 
-def _short(exc: BaseException) -> str:
-    """``Type: message`` of a transport failure, without aiohttp's nested reprs."""
-    message = str(exc).strip()
-    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
-
-
-def _connection_broke(exc: TransportError) -> bool:
-    """Did the connection fail under the request (not a timeout, not a refused connect)?"""
-    cause = exc.__cause__
-    return isinstance(cause, aiohttp.ServerDisconnectedError | aiohttp.ClientOSError) and not isinstance(
-        cause, aiohttp.ClientConnectorError
-    )
-
-
-def decode_body(data: bytes) -> Any:
-    if not data:
-        return None
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return data.decode("utf-8", errors="replace")
-
-
 def _retry_after(headers: Mapping[str, str]) -> float | None:
-    value = headers.get("Retry-After")
+    value = headers.get("retry-after")  # transport.Response names headers in lower case
     if value is None:
         return None
     try:
@@ -136,17 +111,18 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
 
 
 class KubeClient:
-    """``framework.ApiClient`` over kubernetes_asyncio's auth and connection pool.
+    """``framework.ApiClient`` over the cluster's credentials and a keep-alive connection pool.
 
     ``qps``/``burst`` throttle every request except watch streams (qps <= 0 disables it;
     ``rate_limiter`` replaces the bucket, e.g. to share one between clients).
     Reads answered 429/5xx with a Retry-After are retried up to ``read_retries`` times; writes
     are never retried here, because only the caller knows whether repeating them is safe.
+    At most ``max_connections`` requests are in flight at once (watches have their own).
     """
 
     def __init__(
         self,
-        configuration: Configuration,
+        config: ClientConfig,
         *,
         qps: float = 50.0,
         burst: int = 100,
@@ -154,20 +130,43 @@ class KubeClient:
         read_retries: int = 3,
         user_agent: str = USER_AGENT,
         rate_limiter: RateLimiter | None = None,
+        max_connections: int = 32,
+        pool: HttpPool | None = None,
     ) -> None:
-        self._api = _LibApiClient(configuration)
-        self._api.user_agent = user_agent
-        self._host = configuration.host.rstrip("/")
+        self._config = config
+        self._credentials = config.credentials
+        self._owns_pool = pool is None
+        self._pool = pool or HttpPool(endpoint_of(config), max_connections=max_connections)
+        self._user_agent = user_agent
+        self._static_headers = (("User-Agent", user_agent), ("Accept", "application/json"))
         self._limiter = rate_limiter or RateLimiter(qps, burst)
-        self._timeout = aiohttp.ClientTimeout(total=timeout)
+        self._timeout = timeout
         self._read_retries = read_retries
 
+    def sibling(self, *, qps: float, burst: int) -> KubeClient:
+        """A client over this one's connections with a token bucket of its own.
+
+        kube-scheduler writes events and renews its lease through clients of their own, so a
+        binding burst that drains the bucket delays neither; here they share the connections.
+        Closing the sibling leaves the connections to this client.
+        """
+        return KubeClient(
+            self._config,
+            qps=qps,
+            burst=burst,
+            timeout=self._timeout,
+            read_retries=self._read_retries,
+            user_agent=self._user_agent,
+            pool=self._pool,
+        )
+
     @property
-    def configuration(self) -> Configuration:
-        return self._api.configuration
+    def config(self) -> ClientConfig:
+        return self._config
 
     async def close(self) -> None:
-        await self._api.close()
+        if self._owns_pool:
+            await self._pool.close()
 
     async def __aenter__(self) -> KubeClient:
         return self
@@ -190,37 +189,64 @@ class KubeClient:
         """
         method = method.upper()
         data = None if body is None else body if isinstance(body, bytes) else orjson.dumps(body)
+        target = self._pool.endpoint.target(path, params)
         attempt = 0
+        reauthenticated = False
         while True:
             await self._limiter.acquire()
-            try:
-                resp, raw = await self._exchange(method, path, params, data, content_type)
-            except TransportError as exc:
-                if not _connection_broke(exc):
-                    raise
-                # A pooled connection that died while idle (a proxy or the server closed it) fails
-                # the first request sent over it: try once more, on a fresh connection.
-                log.debug("%s %s: %s; retrying on a new connection", method, path, exc)
-                resp, raw = await self._exchange(method, path, params, data, content_type)
-            result = ApiResponse(resp.status, decode_body(raw))
-            wait = _retry_after(resp.headers) if resp.status == 429 or resp.status >= 500 else None
+            headers = await self._headers(content_type if data is not None else None)
+            answer = await self._exchange(method, target, headers, data)
+            status = answer.status
+            if status == 401 and not reauthenticated and self._credentials.refreshable:
+                # client-go re-runs an exec plugin (re-reads a token file) on a 401; a refused
+                # request was not processed, so it is sent once more with the fresh credentials.
+                reauthenticated = True
+                self._credentials.invalidate(_authorization(headers))
+                log.info("%s %s answered 401, retrying with refreshed credentials", method, path)
+                continue
+            result = ApiResponse.from_bytes(answer.status, answer.body)
+            wait = _retry_after(answer.headers) if status == 429 or status >= 500 else None
             if wait is None or method not in _READ_METHODS or attempt >= self._read_retries:
                 return result
             attempt += 1
-            log.info("%s %s answered %d, retrying in %.1fs", method, path, resp.status, wait)
+            log.info("%s %s answered %d, retrying in %.1fs", method, path, status, wait)
             await asyncio.sleep(wait)
 
     async def _exchange(
-        self, method: str, path: str, params: Mapping[str, str] | None, data: bytes | None, content_type: str
-    ) -> tuple[aiohttp.ClientResponse, bytes]:
-        """Send one request and read its whole body."""
-        resp = await self._open(method, path, params, data, content_type, self._timeout)
+        self, method: str, target: str, headers: list[tuple[str, str]], data: bytes | None
+    ) -> Response:
+        """One request, bounded by the timeout; raises ``TransportError`` when no answer comes."""
+        for last_try in (False, True):
+            try:
+                async with asyncio.timeout(self._timeout):
+                    return await self._pool.request(method, target, headers, data)
+            except ConnectionBroke as exc:
+                if last_try:
+                    raise TransportError(f"{method} {target}: {exc}") from exc
+                # A pooled connection that died while idle (a proxy or the server closed it) fails
+                # the first request sent over it: try once more, on a fresh connection.
+                log.debug("%s %s: %s; retrying on a new connection", method, target, exc)
+            except TimeoutError as exc:
+                raise TransportError(f"{method} {target}: no answer within {self._timeout:g}s") from exc
+            except HttpError as exc:
+                raise TransportError(f"{method} {target}: {exc}") from exc
+        raise AssertionError("unreachable: the last try returns or raises")
+
+    async def _headers(self, content_type: str | None) -> list[tuple[str, str]]:
+        """The static headers, the credentials' Authorization (fetched anew when due) and type.
+
+        Raises ``TransportError`` when there are no credentials to send (an exec plugin failed).
+        """
+        headers = list(self._static_headers)
         try:
-            return resp, await resp.read()
-        except (TimeoutError, aiohttp.ClientError) as exc:
-            raise TransportError(f"{method} {path}: {_short(exc)}") from exc
-        finally:
-            resp.release()
+            auth = await self._credentials.authorization()
+        except CredentialError as exc:
+            raise TransportError(f"getting credentials: {exc}") from exc
+        if auth:
+            headers.append(("Authorization", auth))
+        if content_type is not None:
+            headers.append(("Content-Type", content_type))
+        return headers
 
     async def stream_lines(
         self,
@@ -229,63 +255,50 @@ class KubeClient:
         *,
         read_timeout: float | None = None,
         on_connected: Callable[[], None] | None = None,
-    ) -> AsyncIterator[bytes]:
+    ) -> AsyncGenerator[bytes, None]:
         """GET a streaming endpoint (a watch) and yield its non-empty lines.
 
         Not throttled, like client-go's watches. A non-2xx answer raises ``ApiError`` before
         the first line; ``read_timeout`` bounds the silence between two chunks; ``on_connected``
         is called once the server has answered 2xx (a quiet watch yields nothing for a while).
         """
-        timeout = aiohttp.ClientTimeout(total=None, connect=self._timeout.total, sock_read=read_timeout)
-        resp = await self._open("GET", path, params, None, "application/json", timeout)
+        target = self._pool.endpoint.target(path, params)
+        headers = await self._headers(None)
         try:
-            if not 200 <= resp.status < 300:
-                raw = await resp.read()
-                raise ApiError.from_response(ApiResponse(resp.status, decode_body(raw)))
+            stream = await self._pool.stream("GET", target, headers, connect_timeout=self._timeout)
+        except TimeoutError as exc:
+            raise TransportError(f"watch {path}: no answer within {self._timeout:g}s") from exc
+        except HttpError as exc:
+            raise TransportError(f"watch {path}: {exc}") from exc
+        try:
+            if not 200 <= stream.status < 300:
+                if stream.status == 401:  # the caller's next watch gets fresh credentials
+                    self._credentials.invalidate(_authorization(headers))
+                raw = await stream.read_all()
+                raise ApiError.from_response(ApiResponse.from_bytes(stream.status, raw))
             if on_connected is not None:
                 on_connected()
             try:
-                async for line in resp.content:
-                    line = line.strip()
-                    if line:
-                        yield line
-            except (TimeoutError, aiohttp.ClientError) as exc:
-                raise TransportError(f"watch {path}: {_short(exc)}") from exc
+                async for line in stream.lines(read_timeout):
+                    yield line
+            except TimeoutError as exc:
+                raise TransportError(f"watch {path}: nothing for {read_timeout:g}s") from exc
+            except HttpError as exc:
+                raise TransportError(f"watch {path}: {exc}") from exc
         finally:
-            resp.release()
+            stream.close()
 
-    async def _open(
-        self,
-        method: str,
-        path: str,
-        params: Mapping[str, str] | None,
-        data: bytes | None,
-        content_type: str,
-        timeout: aiohttp.ClientTimeout,
-    ) -> aiohttp.ClientResponse:
-        headers = dict(self._api.default_headers)
-        headers["Accept"] = "application/json"
-        if data is not None:
-            headers["Content-Type"] = content_type
-        query: list[tuple[str, str]] = list((params or {}).items())
-        await self._api.update_params_for_auth(headers, query, ["BearerToken"])
-        rest = self._api.rest_client
-        extra: dict[str, Any] = {}
-        if rest.proxy:
-            extra["proxy"] = rest.proxy
-            if rest.proxy_headers:
-                extra["proxy_headers"] = rest.proxy_headers
-        if rest.server_hostname:
-            extra["server_hostname"] = rest.server_hostname
-        try:
-            return await rest.pool_manager.request(
-                method,
-                self._host + path,
-                params=query or None,
-                data=data,
-                headers=headers,
-                timeout=timeout,
-                **extra,
-            )
-        except (TimeoutError, aiohttp.ClientError) as exc:
-            raise TransportError(f"{method} {path}: {_short(exc)}") from exc
+
+def endpoint_of(config: ClientConfig) -> Endpoint:
+    """The API server of a ClientConfig: URL, TLS context, the name TLS checks and proxy."""
+    return Endpoint.from_url(
+        config.server,
+        tls=config.ssl_context(),
+        server_hostname=config.tls_server_name,
+        proxy_url=config.proxy_url,
+    )
+
+
+def _authorization(headers: list[tuple[str, str]]) -> str | None:
+    """The Authorization value a request was sent with (what ``invalidate`` compares)."""
+    return next((value for name, value in headers if name == "Authorization"), None)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, Self
 
 from .decode import (
     as_bool,
@@ -33,6 +33,7 @@ __all__ = [
     "LEAST_ALLOCATED",
     "MOST_ALLOCATED",
     "REQUESTED_TO_CAPACITY_RATIO",
+    "BuiltinArgs",
     "DefaultPreemptionArgs",
     "DynamicResourcesArgs",
     "InterPodAffinityArgs",
@@ -360,8 +361,20 @@ class DynamicResourcesArgs:
         }
 
 
+class BuiltinArgs(Protocol):
+    """What every built-in args type declares: its kind, its wire fields, decode and to_dict."""
+
+    KIND: ClassVar[str]
+    FIELDS: ClassVar[tuple[str, ...]]
+
+    @classmethod
+    def decode(cls, errs: FieldErrors, path: str, data: Mapping[str, Any]) -> Self: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
 # Plugin name -> its args type; a plugin missing here takes raw mappings.
-ARGS_TYPES: dict[str, type] = {
+ARGS_TYPES: dict[str, type[BuiltinArgs]] = {
     "DefaultPreemption": DefaultPreemptionArgs,
     "DynamicResources": DynamicResourcesArgs,
     "InterPodAffinity": InterPodAffinityArgs,

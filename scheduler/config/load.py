@@ -305,13 +305,13 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
     loader.flatten_mapping(node)
     out: dict[Any, Any] = {}
     for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+        key = loader.construct_object(key_node, deep=deep)
         if key in out:
             mark = key_node.start_mark
             raise yaml.constructor.ConstructorError(
                 None, None, f"duplicate field {key!r} (line {mark.line + 1}, column {mark.column + 1})", None
             )
-        out[key] = loader.construct_object(value_node, deep=deep)  # type: ignore[no-untyped-call]
+        out[key] = loader.construct_object(value_node, deep=deep)
     return out
 
 

@@ -18,6 +18,7 @@ from enum import Enum, IntFlag
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
+import orjson
 
 from scheduler.api import LabelSelector, Pod
 from scheduler.framework.clock import Clock
@@ -178,10 +179,50 @@ class ClusterEventWithHint:
 # ---------------------------------------------------------------------------- what plugins call
 
 
-@dataclass(slots=True)
 class ApiResponse:
-    status: int
-    body: Any
+    """An API answer: its HTTP status and its JSON body.
+
+    ``from_bytes`` keeps the body encoded until it is read: most writes' answers (a Binding's
+    Status, an Event's echo) are only ever looked at for their status.
+    """
+
+    __slots__ = ("_body", "_encoded", "status")
+
+    def __init__(self, status: int, body: Any = None) -> None:
+        self.status = status
+        self._body = body
+        self._encoded: bytes | None = None
+
+    @classmethod
+    def from_bytes(cls, status: int, data: bytes) -> ApiResponse:
+        response = cls(status)
+        response._encoded = data
+        return response
+
+    @property
+    def body(self) -> Any:
+        """The decoded body: JSON, else the text of a non-JSON body, None for an empty one."""
+        if self._encoded is not None:
+            self._body = _decode_body(self._encoded)
+            self._encoded = None
+        return self._body
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ApiResponse):
+            return NotImplemented
+        return (self.status, self.body) == (other.status, other.body)
+
+    def __repr__(self) -> str:
+        return f"ApiResponse(status={self.status!r}, body={self.body!r})"
+
+
+def _decode_body(data: bytes) -> Any:
+    if not data:
+        return None
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return data.decode("utf-8", errors="replace")
 
 
 class ApiClient(Protocol):
@@ -447,7 +488,7 @@ class EnqueueExtensions(Plugin, Protocol):
 
 
 @runtime_checkable
-class PreFilterExtensions(Protocol):
+class PreFilterExtensions(Plugin, Protocol):
     """Lets preemption ask "what if this pod were added/removed" without a new PreFilter."""
 
     def add_pod(self, state: CycleState, pod: Pod, pod_to_add: Pod, node_info: NodeInfo) -> Status | None: ...
@@ -510,6 +551,28 @@ class BatchScorePlugin(ScorePlugin, Protocol):
 class ScoreNormalizer(Plugin, Protocol):
     def normalize_scores(self, state: CycleState, pod: Pod, scores: np.ndarray) -> None:
         """Rescale raw scores in place into [MIN_NODE_SCORE, MAX_NODE_SCORE]."""
+
+
+@dataclass(slots=True, frozen=True)
+class SignFragment:
+    """One part of a pod's signature (OpportunisticBatching, KEP-5598): what a plugin's Filter
+    and Score answers for the pod depend on. Plugins reading the same part of a pod use the same
+    ``key`` (``scheduler.framework.signers``); the framework keeps one fragment per key.
+    ``value`` must encode to JSON, with lists whose order does not matter sorted."""
+
+    key: str
+    value: Any
+
+
+@runtime_checkable
+class SignPlugin(Plugin, Protocol):
+    def sign_pod(self, pod: Pod) -> tuple[Sequence[SignFragment], Status | None]:
+        """(fragments, None), or ((), a status saying why the pod cannot be signed: its answers
+        depend on more than the pod itself, e.g. on where other pods are).
+
+        Two pods with equal signatures must get the same Filter and Score answers on the same
+        nodes in the same state. Every PreFilter, Filter, PreScore and Score plugin of a profile
+        must sign for the profile to batch pods; one that does not turns batching off."""
 
 
 @runtime_checkable

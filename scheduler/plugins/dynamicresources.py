@@ -10,7 +10,7 @@ devices were never allocated to it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
 from scheduler.api import Pod
@@ -21,11 +21,13 @@ from scheduler.framework import (
     NodeLister,
     PostFilterResult,
     PreFilterResult,
+    SignFragment,
     Status,
 )
 from scheduler.plugins import names
 
 NO_CLAIMS_TO_DEALLOCATE = "no new claims to deallocate"
+NOT_SIGNABLE = "pods with dra resource claims are not signable"
 CLAIMS_NOT_SUPPORTED = "pod uses resource claims, which pyscheduler does not allocate (DRA is not supported)"
 
 
@@ -51,6 +53,13 @@ class DynamicResources:
     ) -> tuple[PostFilterResult | None, Status | None]:
         # No claims are ever allocated here, so there is never one to free for this pod.
         return None, Status.unschedulable(NO_CLAIMS_TO_DEALLOCATE)
+
+    def sign_pod(self, pod: Pod) -> tuple[Sequence[SignFragment], Status | None]:
+        """A pod with resource claims is not signed (as upstream, which cannot yet tell which
+        claims only depend on the node); any other pod needs nothing of this plugin."""
+        if pod.resource_claims:
+            return (), Status.unschedulable(NOT_SIGNABLE)
+        return (), None
 
     def events_to_register(self) -> Iterable[ClusterEventWithHint]:
         # Pods it rejects wait for DRA support, not for a cluster event.

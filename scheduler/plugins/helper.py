@@ -135,4 +135,4 @@ class NodeMemo:
 def per_node(table: NodeTable, compute: Callable[[NodeInfo], Any]) -> Callable[[np.ndarray], list[Any]]:
     """A :meth:`NodeMemo.values` refresh that calls ``compute`` on each stale slot's NodeInfo."""
     infos = table.infos
-    return lambda stale: [compute(infos[slot]) for slot in stale.tolist()]  # type: ignore[arg-type]
+    return lambda stale: [compute(infos[slot]) for slot in stale.tolist()]

@@ -12,13 +12,15 @@ so the batch form memoises scores per image list only until any node changes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
 from scheduler.api import Pod
-from scheduler.framework import MAX_NODE_SCORE, CycleState, Handle, NodeInfo, NodeTable, Status
+from scheduler.framework import MAX_NODE_SCORE, CycleState, Handle, NodeInfo, NodeTable, SignFragment, Status
+from scheduler.framework.signers import IMAGE_NAMES, image_names, normalized_image_name
 from scheduler.plugins import names
 from scheduler.plugins.helper import NodeMemo, per_node
 
@@ -28,13 +30,6 @@ MIN_THRESHOLD = 23 * MB
 MAX_CONTAINER_THRESHOLD = 1000 * MB
 
 _PRE_SCORE_KEY = "PreScore" + names.IMAGE_LOCALITY
-
-
-def normalized_image_name(name: str) -> str:
-    """Add the implicit ``:latest`` tag, as node status lists images with their tag."""
-    if name.rfind(":") <= name.rfind("/"):
-        return name + ":latest"
-    return name
 
 
 @dataclass(slots=True, frozen=True)
@@ -88,6 +83,13 @@ class ImageLocality:
     def _total_nodes(self) -> int:
         assert self._handle is not None, "ImageLocality needs a handle to count the nodes"
         return len(self._handle.snapshot)
+
+    def sign_pod(self, pod: Pod) -> tuple[Sequence[SignFragment], Status | None]:
+        """Scoring depends on the pod's images: as upstream, the signature holds the canonical
+        names of the containers' images, each once (image volumes are in the volumes'
+        fragment, which the volume plugins sign; how many containers there are, which widens
+        the score's range, is not signed either)."""
+        return (SignFragment(IMAGE_NAMES, image_names(pod)),), None
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: Any) -> Status | None:
         state.write(_PRE_SCORE_KEY, PodImages.of(pod))

@@ -28,7 +28,9 @@ from scheduler.framework import (
     NodeVerdicts,
     PreFilterResult,
     QueueingHint,
+    SignFragment,
     Status,
+    signers,
 )
 from scheduler.framework.interface import NODE
 from scheduler.plugins import names
@@ -146,6 +148,14 @@ class NodeAffinity:
     def _added_matches(self, node: Node) -> bool:
         terms = self._added_required
         return terms is None or any(term.matches(node.labels, node.name) for term in terms)
+
+    def sign_pod(self, pod: Pod) -> tuple[Sequence[SignFragment], Status | None]:
+        """Filtering and scoring depend on the pod's node affinity and node selector (the
+        profile's addedAffinity is the same for every pod)."""
+        return (
+            SignFragment(signers.NODE_AFFINITY, signers.node_affinity(pod)),
+            SignFragment(signers.NODE_SELECTOR, signers.node_selector(pod)),
+        ), None
 
     # ------------------------------------------------------------------ events
 

@@ -15,7 +15,7 @@ scheduler's own version never drops a requirement.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -34,7 +34,9 @@ from scheduler.framework import (
     NodeVerdicts,
     PreFilterResult,
     QueueingHint,
+    SignFragment,
     Status,
+    signers,
 )
 from scheduler.framework.interface import NODE, POD
 from scheduler.plugins import names
@@ -97,6 +99,10 @@ class NodeDeclaredFeatures:
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         """Takes no args."""
 
+    def sign_pod(self, pod: Pod) -> tuple[Sequence[SignFragment], Status | None]:
+        """Filtering depends on the features the pod requires: their names, sorted."""
+        return (SignFragment(signers.FEATURES, sorted(required_features(pod))),), None
+
     def events_to_register(self) -> Iterable[ClusterEventWithHint]:
         return (
             # upstream registers Add | UpdateNodeDeclaredFeature; the hint narrows updates to that
@@ -146,7 +152,7 @@ class NodeDeclaredFeatures:
             return None
         infos = table.infos
         rejected = np.fromiter(
-            (not required <= infos[slot].node.declared_features for slot in slots.tolist()),  # type: ignore[union-attr]
+            (not required <= infos[slot].node.declared_features for slot in slots.tolist()),
             dtype=bool,
             count=len(slots),
         )

@@ -6,7 +6,7 @@ message), so neither do we; the batch form is a cheap name comparison.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -21,7 +21,9 @@ from scheduler.framework import (
     NodeInfo,
     NodeTable,
     NodeVerdicts,
+    SignFragment,
     Status,
+    signers,
 )
 from scheduler.framework.interface import NODE
 from scheduler.plugins import names
@@ -40,6 +42,10 @@ class NodeName:
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         """Takes no args."""
 
+    def sign_pod(self, pod: Pod) -> tuple[Sequence[SignFragment], Status | None]:
+        """Filtering depends on ``spec.nodeName`` only."""
+        return (SignFragment(signers.NODE_NAME, pod.node_name),), None
+
     def events_to_register(self) -> Iterable[ClusterEventWithHint]:
         # no hint: a new node is always worth a retry (the named node may just have appeared)
         return (ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD)),)
@@ -57,7 +63,7 @@ class NodeName:
             return None
         infos = table.infos
         rejected = np.fromiter(
-            (infos[slot].node.name != wanted for slot in slots.tolist()),  # type: ignore[union-attr]
+            (infos[slot].node.name != wanted for slot in slots.tolist()),
             dtype=bool,
             count=len(slots),
         )

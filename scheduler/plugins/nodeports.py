@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -20,7 +20,9 @@ from scheduler.framework import (
     NodeVerdicts,
     PreFilterResult,
     QueueingHint,
+    SignFragment,
     Status,
+    signers,
 )
 from scheduler.framework.interface import NODE, POD
 from scheduler.framework.types import WILDCARD_IP
@@ -56,6 +58,11 @@ class NodePorts:
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         """Takes no args."""
+
+    def sign_pod(self, pod: Pod) -> tuple[Sequence[SignFragment], Status | None]:
+        """Filtering depends on the pod's host ports; as upstream, the signature holds their
+        numbers (not their protocols or host IPs)."""
+        return (SignFragment(signers.HOST_PORTS, signers.host_ports(pod)),), None
 
     def events_to_register(self) -> Iterable[ClusterEventWithHint]:
         return (
@@ -100,6 +107,6 @@ class NodePorts:
         rejected = np.zeros(len(slots), dtype=bool)
         for i, slot in enumerate(slots.tolist()):
             info = infos[slot]
-            if info.used_ports and not fits_ports(wanted, info):  # type: ignore[union-attr]
+            if info.used_ports and not fits_ports(wanted, info):
                 rejected[i] = True
         return verdicts_from_mask(rejected, _REJECTED)

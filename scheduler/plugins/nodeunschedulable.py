@@ -7,7 +7,7 @@ ignore the flag (DaemonSet pods do).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -24,7 +24,9 @@ from scheduler.framework import (
     NodeTable,
     NodeVerdicts,
     QueueingHint,
+    SignFragment,
     Status,
+    signers,
 )
 from scheduler.framework.interface import NODE, POD
 from scheduler.plugins import names
@@ -48,6 +50,10 @@ class NodeUnschedulable:
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         """Takes no args."""
+
+    def sign_pod(self, pod: Pod) -> tuple[Sequence[SignFragment], Status | None]:
+        """Filtering depends on the pod's tolerations only."""
+        return (SignFragment(signers.TOLERATIONS, signers.tolerations(pod)),), None
 
     def events_to_register(self) -> Iterable[ClusterEventWithHint]:
         return (

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 from urllib.parse import urlparse
@@ -30,7 +30,9 @@ from scheduler.framework import (
     NodeLister,
     PreFilterResult,
     QueueingHint,
+    SignFragment,
     Status,
+    signers,
 )
 from scheduler.framework.interface import CSI_NODE, PERSISTENT_VOLUME_CLAIM, POD, VOLUME_ATTACHMENT
 from scheduler.plugins import names
@@ -171,6 +173,10 @@ class NodeVolumeLimits:
         self._handle = handle
         # keeps handles of not-yet-bound claims apart from real volume handles
         self._unbound_prefix = uuid.uuid4().hex
+
+    def sign_pod(self, pod: Pod) -> tuple[Sequence[SignFragment], Status | None]:
+        """Filtering depends on the pod's volumes (what they attach to the node)."""
+        return (SignFragment(signers.VOLUMES, signers.volumes(pod)),), None
 
     def events_to_register(self) -> Iterable[ClusterEventWithHint]:
         return (

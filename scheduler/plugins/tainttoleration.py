@@ -8,7 +8,7 @@ the nodes that changed since the previous pod with the same tolerations.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -25,7 +25,9 @@ from scheduler.framework import (
     NodeTable,
     NodeVerdicts,
     QueueingHint,
+    SignFragment,
     Status,
+    signers,
 )
 from scheduler.framework.interface import NODE, POD
 from scheduler.plugins import names
@@ -72,6 +74,10 @@ class TaintToleration:
         self._soft: dict[tuple[Taints, Tolerations], int] = {}
         self._hard_by_node = NodeMemo(bool)
         self._soft_by_node = NodeMemo(np.int64)
+
+    def sign_pod(self, pod: Pod) -> tuple[Sequence[SignFragment], Status | None]:
+        """Filtering and scoring depend on the pod's tolerations only."""
+        return (SignFragment(signers.TOLERATIONS, signers.tolerations(pod)),), None
 
     def events_to_register(self) -> Iterable[ClusterEventWithHint]:
         return (

@@ -7,7 +7,7 @@ volumes conflict with the same disk mounted read-write by a pod on the node, as 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -22,7 +22,9 @@ from scheduler.framework import (
     NodeLister,
     PreFilterResult,
     QueueingHint,
+    SignFragment,
     Status,
+    signers,
 )
 from scheduler.framework.interface import NODE, PERSISTENT_VOLUME_CLAIM, POD
 from scheduler.plugins import names
@@ -100,6 +102,10 @@ class VolumeRestrictions:
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         self._handle = handle
+
+    def sign_pod(self, pod: Pod) -> tuple[Sequence[SignFragment], Status | None]:
+        """Filtering depends on the pod's volumes (disks and ReadWriteOncePod claims)."""
+        return (SignFragment(signers.VOLUMES, signers.volumes(pod)),), None
 
     def events_to_register(self) -> Iterable[ClusterEventWithHint]:
         return (

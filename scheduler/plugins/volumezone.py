@@ -6,7 +6,7 @@ without any topology label passes, which keeps single-zone clusters without labe
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -21,7 +21,9 @@ from scheduler.framework import (
     NodeLister,
     PreFilterResult,
     QueueingHint,
+    SignFragment,
     Status,
+    signers,
 )
 from scheduler.framework.interface import NODE, PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, STORAGE_CLASS
 from scheduler.plugins import names
@@ -83,6 +85,10 @@ class VolumeZone:
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         self._handle = handle
+
+    def sign_pod(self, pod: Pod) -> tuple[Sequence[SignFragment], Status | None]:
+        """Filtering depends on the pod's volumes (their claims' volumes' zones)."""
+        return (SignFragment(signers.VOLUMES, signers.volumes(pod)),), None
 
     def events_to_register(self) -> Iterable[ClusterEventWithHint]:
         add_update = ActionType.ADD | ActionType.UPDATE

@@ -15,13 +15,15 @@ import json
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from time import perf_counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
+import orjson
 
 from scheduler import logs
 from scheduler.api import Pod
 from scheduler.config import Plugins, Profile
+from scheduler.features import DEFAULT_FEATURES, OPPORTUNISTIC_BATCHING, FeatureGates
 from scheduler.framework import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
@@ -41,6 +43,7 @@ from scheduler.framework import (
     PreFilterResult,
     QueuedPodInfo,
     Status,
+    signers,
 )
 from scheduler.framework.clock import REAL_CLOCK, Clock
 from scheduler.framework.interface import (
@@ -51,7 +54,9 @@ from scheduler.framework.interface import (
     PreBindPreFlightPlugin,
     PreFilterExtensions,
     ScoreNormalizer,
+    SignPlugin,
 )
+from scheduler.runtime.batch import OpportunisticBatch
 from scheduler.runtime.waiting import WaitingPod, WaitingPodMap
 
 if TYPE_CHECKING:
@@ -81,6 +86,7 @@ _ANY_EVENT = ClusterEventWithHint(ClusterEvent(WILDCARD, ActionType.ALL))
 
 # the plugin name recorded for a pod when extenders filtered nodes out (upstream's ExtenderName)
 EXTENDER_NAME = "Extender"
+
 
 MAX_PERMIT_WAIT = 15 * 60.0  # seconds; longer Permit timeouts are cut to this, as upstream
 
@@ -203,6 +209,7 @@ class Framework:
         percentage_of_nodes_to_score: int | None = None,
         clock: Clock = REAL_CLOCK,
         metrics: SchedulerMetrics | None = None,
+        features: FeatureGates = DEFAULT_FEATURES,
     ) -> None:
         self.profile_name = profile.scheduler_name
         self.clock = clock
@@ -254,6 +261,40 @@ class Framework:
         self._normalizers = {p.name for p, _ in self.score_plugins if isinstance(p, ScoreNormalizer)}
         self._extensions = [p for p in self.pre_filter_plugins if isinstance(p, PreFilterExtensions)]
         self._pre_flights = {p.name for p in self.pre_bind_plugins if isinstance(p, PreBindPreFlightPlugin)}
+        self._signers: list[SignPlugin] | None = None
+        # OpportunisticBatching: None when the gate is off or a plugin cannot sign pods
+        self.batch: OpportunisticBatch | None = None
+        if features.enabled(OPPORTUNISTIC_BATCHING):
+            self._signers = self._batchable_plugins()
+            if self._signers is not None:
+                self.batch = OpportunisticBatch(
+                    self.profile_name, self.run_filter_plugins, clock=clock, metrics=metrics
+                )
+
+    def _batchable_plugins(self) -> list[SignPlugin] | None:
+        """The plugins that sign pods, once each; None when one cannot (upstream's rule: every
+        PreFilter, Filter, PreScore and Score plugin must) or extenders are configured."""
+        if self.handle is not None and self.handle.extenders:
+            log.info("batching is off for profile %s: it has extenders", self.profile_name)
+            return None
+        signers: dict[str, SignPlugin] = {}
+        unsigned: list[str] = []
+        candidates = [*self.pre_filter_plugins, *self.filter_plugins, *self.pre_score_plugins]
+        for plugin in [*candidates, *(p for p, _ in self.score_plugins)]:
+            if plugin.name in signers or plugin.name in unsigned:
+                continue
+            if isinstance(plugin, SignPlugin):
+                signers[plugin.name] = plugin
+            else:
+                unsigned.append(plugin.name)
+        if unsigned:
+            log.info(
+                "batching is off for profile %s: plugins %s do not sign pods",
+                self.profile_name,
+                ", ".join(unsigned),
+            )
+            return None
+        return list(signers.values())
 
     # ------------------------------------------------------------------ queue
 
@@ -286,6 +327,41 @@ class Framework:
             # extenders cannot say which events help: a pod they rejected retries on any event
             events[EXTENDER_NAME] = [_ANY_EVENT]
         return events
+
+    # ------------------------------------------------------------------ signatures
+
+    @_extension_point("Sign", status_of=lambda result: None)
+    def sign_pod(self, state: CycleState, pod: Pod) -> bytes | None:
+        """The pod's signature (KEP-5598): equal signatures mean equal Filter and Score answers;
+        None when batching is off or a plugin cannot sign this pod."""
+        if self._signers is None:
+            return None
+        # every signature names the profile: pods of different profiles never share a batch
+        fragments: dict[str, Any] = {signers.SCHEDULER_NAME: pod.scheduler_name}
+        order = self._signers
+        for index, plugin in enumerate(order):
+            start = perf_counter()
+            try:
+                parts, status = plugin.sign_pod(pod)
+            except Exception as exc:
+                log.exception("SignPod failed for plugin %s, pod %s", plugin.name, pod.key)
+                parts, status = (), Status.from_error(exc, plugin.name)
+            self._observe_plugin(state, plugin, "Sign", status, start)
+            if status is not None and not status.is_success:
+                if status.code == Code.ERROR:
+                    log.error("SignPod failed for plugin %s: %s", plugin.name, status.message())
+                # Asked first next time: the answer does not depend on the order, and a plugin
+                # that refuses every pod (PodTopologySpread with default constraints) then
+                # costs one call per pod, not the whole round.
+                order.insert(0, order.pop(index))
+                return None
+            for fragment in parts:
+                fragments[fragment.key] = fragment.value
+        try:
+            return orjson.dumps(fragments, option=orjson.OPT_SORT_KEYS)
+        except TypeError as exc:
+            log.error("the signature of pod %s cannot be encoded: %s", pod.key, exc)
+            return None
 
     # ------------------------------------------------------------------ filter
 
@@ -778,7 +854,9 @@ class _NodeInfoList(Sequence[NodeInfo]):
 
     def _list(self) -> list[NodeInfo]:
         if self._infos is None:
-            self._infos = list(map(self._table.infos.__getitem__, self._slots.tolist()))  # type: ignore[arg-type]
+            # every slot given holds a node (NodeTable.info's check, skipped on this hot path)
+            infos = cast("list[NodeInfo]", self._table.infos)
+            self._infos = list(map(infos.__getitem__, self._slots.tolist()))
         return self._infos
 
     def __len__(self) -> int:

@@ -19,6 +19,7 @@ import ssl
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -160,7 +161,10 @@ def peer_identity(ssl_object: ssl.SSLObject | None) -> tuple[str, tuple[str, ...
     with contextlib.suppress(ValueError):
         cert = ssl_object.getpeercert()
         if cert:
-            subject = [pair for rdn in cert.get("subject", ()) for pair in rdn]
+            # "subject" is a tuple of RDNs, each of (key, value) pairs; typeshed gives every key of
+            # the certificate dict the union of all their value types
+            rdns = cast("tuple[tuple[tuple[str, str], ...], ...]", cert.get("subject", ()))
+            subject = [pair for rdn in rdns for pair in rdn]
             user = next((value for key, value in subject if key == "commonName"), "")
             groups = tuple(value for key, value in subject if key == "organizationName")
             if user:

@@ -7,6 +7,7 @@ in-process `SimCluster.create` and the simulated controllers all share one code 
 from __future__ import annotations
 
 import base64
+import builtins
 import random
 import time
 import uuid
@@ -521,8 +522,8 @@ class Api:
             ns = final["metadata"]["name"]
             for other in self.kinds.all():
                 if other.namespaced:
-                    for dependent in list(self.store.entries(store_name(other), ns)):
-                        dm = dependent.obj["metadata"]
+                    for member in list(self.store.entries(store_name(other), ns)):
+                        dm = member.obj["metadata"]
                         if self.store.entry(store_name(other), ns, dm["name"]) is not None:
                             self.delete(other, ns, dm["name"], {"gracePeriodSeconds": 0})
         return entry
@@ -551,7 +552,7 @@ class Api:
         label_selector: str | None,
         field_selector: str | None,
         options: Obj | None,
-    ) -> list[Entry]:
+    ) -> builtins.list[Entry]:
         listed = self.list(rt, namespace, label_selector=label_selector, field_selector=field_selector)
         gone = []
         for entry in listed.entries:

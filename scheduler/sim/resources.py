@@ -72,8 +72,8 @@ class ResourceType:
         return self.model or f"{self.version[0].upper()}{self.version[1:]}{self.kind}"
 
 
-def _r(group: str, version: str, plural: str, kind: str, namespaced: bool, **kw: object) -> ResourceType:
-    return ResourceType(group, version, plural, kind, namespaced, **kw)  # type: ignore[arg-type]
+def _r(group: str, version: str, plural: str, kind: str, namespaced: bool, **kw: Any) -> ResourceType:
+    return ResourceType(group, version, plural, kind, namespaced, **kw)
 
 
 RESOURCES: tuple[ResourceType, ...] = (

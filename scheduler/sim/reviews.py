@@ -38,6 +38,7 @@ def _attributes(kind: str, spec: Obj) -> Attributes:
         )
     if non_resource is not None:
         return Attributes(non_resource.get("verb", ""), path=non_resource.get("path", ""))
+    assert resource is not None  # exactly one of the two is set (checked above)
     return Attributes(
         resource.get("verb", ""),
         api_group=resource.get("group", ""),

@@ -42,8 +42,9 @@ def model_fields(model: str) -> tuple[Field, ...]:
     cls = getattr(models, model)
     source = ""
     module = sys.modules.get(cls.__module__)
-    if module is not None and getattr(module, "__file__", None):
-        with open(module.__file__, encoding="utf-8") as handle:  # type: ignore[arg-type]
+    path = getattr(module, "__file__", None) if module is not None else None
+    if path:
+        with open(path, encoding="utf-8") as handle:
             source = handle.read()
     required = set(_REQUIRED.findall(source))
     fields = []
@@ -95,10 +96,11 @@ ANY = Node(any=True)
 @cache
 def model_node(model: str) -> Node:
     """The tree of a built-in model, shared by every kind that embeds it (recursion included)."""
-    node = Node(props={}, walk=True)
+    props: dict[str, Node] = {}
+    node = Node(props=props, walk=True)
     _model_nodes[model] = node
     for f in model_fields(model):
-        node.props[f.name] = _type_node(f.type)  # type: ignore[index]
+        props[f.name] = _type_node(f.type)
     return node
 
 
@@ -216,10 +218,11 @@ def count_keys(value: Any) -> int:
     return 0
 
 
-class _Pairs(dict):  # type: ignore[type-arg]
+class _Pairs(dict[str, Any]):
     """A decoded object that remembers which of its keys appeared more than once."""
 
     __slots__ = ("repeated",)
+    repeated: list[str]
 
 
 def _pairs(items: list[tuple[str, Any]]) -> _Pairs:

@@ -66,6 +66,13 @@ class Target:
     subresource: str | None
     legacy_watch: bool
 
+    @property
+    def object_name(self) -> str:
+        """The name of a request that addresses one object (every verb but list, watch, create
+        and deletecollection)."""
+        assert self.name is not None, "the request names no object"
+        return self.name
+
 
 def _json(data: Any, status: int = 200) -> web.Response:
     return web.Response(body=orjson.dumps(data), status=status, content_type=JSON)
@@ -266,7 +273,7 @@ class SimServer:
         if t.subresource == "scale":
             return await self._scale(request, t, verb)
         if verb == "get":
-            entry = api.get(t.rt, t.namespace, t.name)  # type: ignore[arg-type]
+            entry = api.get(t.rt, t.namespace, t.object_name)
             if _wants_table(request):
                 return _json(table_for(t.rt, [entry], None, query.get("includeObject")))
             return _raw(_convert(t.rt, entry.raw))
@@ -274,7 +281,7 @@ class SimServer:
             body = await _body(request)
             namespace = t.namespace or "default"
             if not self.faults.bind_raw(namespace, t.name or "", body):
-                api.bind(namespace, t.name, body, self.faults.take_binding_conflict)  # type: ignore[arg-type]
+                api.bind(namespace, t.object_name, body, self.faults.take_binding_conflict)
             return _raw(SUCCESS_CREATED, 201)
         if verb == "create":
             if t.name is not None:
@@ -289,7 +296,7 @@ class SimServer:
             entry = api.update(
                 t.rt,
                 t.namespace,
-                t.name,  # type: ignore[arg-type]
+                t.object_name,
                 body,
                 t.subresource,
                 validation=validation,
@@ -306,7 +313,7 @@ class SimServer:
             entry, created = api.patch(
                 t.rt,
                 t.namespace,
-                t.name,  # type: ignore[arg-type]
+                t.object_name,
                 request.content_type,
                 await request.read(),
                 t.subresource,
@@ -322,7 +329,7 @@ class SimServer:
                 options["propagationPolicy"] = query["propagationPolicy"]
             if dry_run:
                 options["dryRun"] = dry_run
-            entry, gone = api.delete(t.rt, t.namespace, t.name, options)  # type: ignore[arg-type]
+            entry, gone = api.delete(t.rt, t.namespace, t.object_name, options)
             if t.rt.return_deleted_object or not gone:
                 return _raw(entry.raw)
             meta = entry.obj["metadata"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import builtins
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -275,7 +276,7 @@ class Store:
     def unwatch(self, watcher: Watcher) -> None:
         self._watchers.get(watcher.resource, set()).discard(watcher)
 
-    def watchers(self, resource: str | None = None) -> list[Watcher]:
+    def watchers(self, resource: str | None = None) -> builtins.list[Watcher]:
         if resource is not None:
             return list(self._watchers.get(resource, ()))
         return [w for ws in self._watchers.values() for w in ws]

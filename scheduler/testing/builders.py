@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -31,6 +31,9 @@ from scheduler.framework import (
 from scheduler.framework.pod_index import PodIndex
 from scheduler.runtime.waiting import WaitingPodMap
 from scheduler.testing.clock import FakeClock
+
+if TYPE_CHECKING:
+    from scheduler.runtime.framework import Framework
 
 _uids = itertools.count(1)
 
@@ -172,8 +175,12 @@ def make_node(name: str = "node", **kwargs: Any) -> Node:
     return Node.from_dict(node_dict(name, **kwargs))
 
 
-def _view(obj: Node | Pod | Mapping[str, Any], kind: type) -> Any:
-    return obj if isinstance(obj, kind) else kind.from_dict(obj)
+def _node_view(obj: Node | Mapping[str, Any]) -> Node:
+    return obj if isinstance(obj, Node) else Node.from_dict(obj)
+
+
+def _pod_view(obj: Pod | Mapping[str, Any]) -> Pod:
+    return obj if isinstance(obj, Pod) else Pod.from_dict(obj)
 
 
 @dataclass(slots=True)
@@ -214,7 +221,7 @@ def table_of(
     capacity: int = 4,
 ) -> Cluster:
     """NodeInfos plus the NodeTable the cache would keep for them; pods land on ``spec.nodeName``."""
-    node_views = [_view(n, Node) for n in nodes]
+    node_views = [_node_view(n) for n in nodes]
     table = NodeTable(capacity)
     infos = []
     for node, states in zip(node_views, image_states(node_views), strict=True):
@@ -222,7 +229,7 @@ def table_of(
         table.add(info)
         infos.append(info)
     by_name = {info.name: info for info in infos}
-    for pod in (_view(p, Pod) for p in pods):
+    for pod in (_pod_view(p) for p in pods):
         info = by_name[pod.node_name]
         info.add_pod(pod)
         table.sync_row(info)
@@ -369,10 +376,10 @@ class FakeHandle:
         self.listers = {kind: FakeLister(objects) for kind, objects in (listers or {}).items()}
         self.extenders = tuple(extenders)
 
-    def attach(self, framework: PluginsRunner) -> None:
+    def attach(self, framework: Framework) -> None:
         """Take ``plugins_runner`` and ``waiting_pods`` from a built Framework."""
         self._runner = framework
-        self._waiting = framework.waiting_pods  # type: ignore[attr-defined]
+        self._waiting = framework.waiting_pods
 
     @property
     def clock(self) -> FakeClock:

@@ -41,8 +41,13 @@ class FakeClock:
         return timer
 
     async def sleep(self, delay: float) -> None:
-        future = asyncio.get_running_loop().create_future()
-        self.call_later(delay, lambda: future.done() or future.set_result(None))
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def wake() -> None:
+            if not future.done():
+                future.set_result(None)
+
+        self.call_later(delay, wake)
         await future
 
     async def advance(self, seconds: float) -> None:

@@ -24,15 +24,15 @@ def no_ambient_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 async def test_an_explicit_kubeconfig_gives_its_server_and_token(tmp_path: Path, kubeconfig: Writer) -> None:
     path = kubeconfig(tmp_path / "kc", "https://10.0.0.1:6443", "abc")
     cfg = await load_client_config(str(path))
-    assert cfg.host == "https://10.0.0.1:6443"
-    assert cfg.api_key["BearerToken"] == "Bearer abc"
+    assert cfg.server == "https://10.0.0.1:6443"
+    assert await cfg.credentials.authorization() == "Bearer abc"
 
 
 async def test_kubeconfig_env_is_used_when_no_file_is_given(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kubeconfig: Writer
 ) -> None:
     monkeypatch.setenv("KUBECONFIG", str(kubeconfig(tmp_path / "kc", "http://127.0.0.1:1234")))
-    assert (await load_client_config(None)).host == "http://127.0.0.1:1234"
+    assert (await load_client_config(None)).server == "http://127.0.0.1:1234"
 
 
 async def test_a_missing_explicit_kubeconfig_is_an_error_naming_the_file(tmp_path: Path) -> None:
@@ -58,7 +58,7 @@ async def test_without_any_source_the_error_lists_every_attempt() -> None:
 
 async def test_home_kubeconfig_is_the_last_resort(tmp_path: Path, kubeconfig: Writer) -> None:
     kubeconfig(_mkdir(tmp_path / "home" / ".kube") / "config", "http://127.0.0.1:4321")
-    assert (await load_client_config(None)).host == "http://127.0.0.1:4321"
+    assert (await load_client_config(None)).server == "http://127.0.0.1:4321"
 
 
 def _mkdir(path: Path) -> Path:

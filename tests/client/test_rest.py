@@ -139,7 +139,7 @@ async def test_every_request_but_watches_takes_a_token_from_the_rate_limiter(kub
         async def acquire(self) -> None:
             taken.append(1)
 
-    client = KubeClient(kube.configuration, rate_limiter=Counting(1, 1))
+    client = KubeClient(kube.config, rate_limiter=Counting(1, 1))
     try:
         await client.request("GET", "/api/v1/nodes")
         await client.request("GET", "/api/v1/namespaces")
@@ -149,6 +149,27 @@ async def test_every_request_but_watches_takes_a_token_from_the_rate_limiter(kub
     finally:
         await client.close()
     assert len(taken) == 2
+
+
+async def test_a_sibling_throttles_with_a_bucket_of_its_own(kube: KubeClient) -> None:
+    drained = RateLimiter(0.001, 1)
+    drained.reserve()  # the main bucket is empty: its next request would wait ~17 minutes
+    main = KubeClient(kube.config, rate_limiter=drained)
+    events = main.sibling(qps=0.001, burst=1)
+    try:
+        assert (await events.request("GET", "/api/v1/nodes")).status == 200
+    finally:
+        await events.close()
+        await main.close()
+    assert drained.reserve() > 60  # the sibling took nothing from it
+
+
+async def test_closing_a_sibling_leaves_the_shared_connections_open(kube: KubeClient) -> None:
+    async with KubeClient(kube.config, qps=0) as main:
+        sibling = main.sibling(qps=0, burst=1)
+        assert (await sibling.request("GET", "/api/v1/nodes")).status == 200
+        await sibling.close()
+        assert (await main.request("GET", "/api/v1/nodes")).status == 200
 
 
 async def test_an_unreachable_server_raises_a_transport_error(client_for: Any) -> None:

@@ -97,8 +97,12 @@ async def test_no_kubelet_runs_a_pod_bound_to_a_missing_node(sim: SimCluster) ->
 # ---- scale-down order ------------------------------------------------------------------------
 
 
+# one reference time for every stamp: stamps taken a moment apart could fall in different seconds
+NOW = time.time()
+
+
 def _stamp(seconds_ago: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - seconds_ago))
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(NOW - seconds_ago))
 
 
 def candidate(
@@ -142,7 +146,7 @@ def test_pods_are_deleted_in_upstreams_order() -> None:
         candidate("restarted", age=100_000, restarts=3),
     ]
     related = [*pods, candidate("sibling-1", node="n2"), candidate("sibling-2", node="n2")]
-    order = [p["metadata"]["name"] for p in deletion_order(pods, related, time.time())]
+    order = [p["metadata"]["name"] for p in deletion_order(pods, related, NOW)]
     assert order == [
         "unassigned",  # unassigned before assigned
         "pending",  # Pending < Unknown < Running

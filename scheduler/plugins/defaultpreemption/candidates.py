@@ -72,7 +72,12 @@ def dry_run(
             return
         node_state = state.clone() if extensions else state
         check = None
-        if fits is not None and not respects_nominated(pod, nominated_for(info.name)):  # type: ignore[misc]
+        # fits is only ever set together with nominated_for
+        if (
+            fits is not None
+            and nominated_for is not None
+            and not respects_nominated(pod, nominated_for(info.name))
+        ):
             check = fits
         victims, status = select_victims(runner, node_state, pod, info.clone(), budgets, extensions, check)
         if victims is not None and not victims.pods:

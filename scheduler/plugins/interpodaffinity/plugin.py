@@ -32,7 +32,9 @@ from scheduler.framework import (
     ObjectLister,
     PreFilterResult,
     QueueingHint,
+    SignFragment,
     Status,
+    signers,
 )
 from scheduler.framework.interface import NODE, POD, PodsByLabel
 from scheduler.framework.pod_index import PodIndex
@@ -61,6 +63,7 @@ from scheduler.plugins.topology_columns import DomainColumns
 
 _PRE_FILTER_KEY = "PreFilter" + names.INTER_POD_AFFINITY
 _PRE_SCORE_KEY = "PreScore" + names.INTER_POD_AFFINITY
+NOT_SIGNABLE = "pods with InterPodAffinity are not signable"
 # Upstream's queueing hints match terms against no namespace labels at all.
 _NO_LABELS: Mapping[str, str] = {}
 
@@ -115,6 +118,18 @@ class InterPodAffinity:
         self._columns = DomainColumns()
         self._existing = ExistingTerms(self._terms.terms)
         self._placed = PlacedMatches()
+
+    def sign_pod(self, pod: Pod) -> tuple[Sequence[SignFragment], Status | None]:
+        """A pod with pod (anti-)affinity is not signed: its answers depend on where other pods
+        are. Another pod's answers depend on its labels, which existing pods' terms may select.
+        As upstream, ignorePreferredTermsOfExistingPods leaves them out (no fragment), although
+        existing pods' required anti-affinity still reads them; nor is the namespace signed."""
+        affinity = pod.affinity or {}
+        if affinity.get("podAffinity") is not None or affinity.get("podAntiAffinity") is not None:
+            return (), Status.unschedulable(NOT_SIGNABLE)
+        if self._ignore_existing_preferred:
+            return (), None
+        return (SignFragment(signers.LABELS, signers.labels(pod)),), None
 
     # ------------------------------------------------------------------ events
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from scheduler.api import Pod
 from scheduler.config.args import NodeResourcesBalancedAllocationArgs
-from scheduler.framework import CycleState, Handle, NodeInfo, NodeTable, Status
+from scheduler.framework import CycleState, Handle, NodeInfo, NodeTable, SignFragment, Status, signers
 from scheduler.plugins import names
 from scheduler.plugins.helper import NodeMemo
 from scheduler.plugins.noderesources.resource_allocation import memoised_scores, node_lists, pod_request_list
@@ -33,6 +33,10 @@ class BalancedAllocation:
         args = args or NodeResourcesBalancedAllocationArgs()
         self._resources = tuple(spec.name for spec in args.resources)
         self._memo = NodeMemo(np.int64)
+
+    def sign_pod(self, pod: Pod) -> tuple[Sequence[SignFragment], Status | None]:
+        """Scoring depends on the pod's requests only (see Fit.sign_pod about DRA)."""
+        return (SignFragment(signers.RESOURCES, signers.resources(pod)),), None
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: Any) -> Status | None:
         requests = pod_request_list(pod, self._resources, non_zero=False)

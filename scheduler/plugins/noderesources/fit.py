@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -28,7 +28,9 @@ from scheduler.framework import (
     NodeVerdicts,
     PreFilterResult,
     QueueingHint,
+    SignFragment,
     Status,
+    signers,
 )
 from scheduler.framework import nodetable as cols
 from scheduler.framework.interface import NODE, POD
@@ -167,6 +169,12 @@ class Fit:
         self._ignored_groups = frozenset(args.ignored_resource_groups)
         self._resources, self._scorer = _build_scorer(args)
         self._memo = NodeMemo(np.int64)
+
+    def sign_pod(self, pod: Pod) -> tuple[Sequence[SignFragment], Status | None]:
+        """Filtering and scoring depend on the pod's requests only. Upstream does not sign a
+        pod when DRA would serve one of its extended resources (DRAExtendedResource); pyscheduler
+        serves none through DRA, so every pod is signed."""
+        return (SignFragment(signers.RESOURCES, signers.resources(pod)),), None
 
     # ------------------------------------------------------------------ events
 

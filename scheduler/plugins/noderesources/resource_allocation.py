@@ -102,7 +102,7 @@ def memoised_scores(
         if len(stale) <= _ONE_BY_ONE_LIMIT:
             infos = table.infos
             return [
-                score_one(*node_lists(infos[slot], resources, pod_requests, non_zero))  # type: ignore[arg-type]
+                score_one(*node_lists(infos[slot], resources, pod_requests, non_zero))
                 for slot in stale.tolist()
             ]
         return score_many(*table_matrices(table, stale, resources, pod_requests, non_zero))

@@ -118,7 +118,7 @@ def included(
     if c.honor_node_taints:
         infos = table.infos
         admitted &= np.fromiter(
-            (c.includes_node(pod, infos[slot].node, required) for slot in slots.tolist()),  # type: ignore[union-attr]
+            (c.includes_node(pod, infos[slot].node, required) for slot in slots.tolist()),
             dtype=bool,
             count=len(slots),
         )

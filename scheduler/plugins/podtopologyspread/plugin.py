@@ -12,7 +12,7 @@ and Score also come in batch form over the NodeTable; the per-node forms serve p
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -28,8 +28,10 @@ from scheduler.framework import (
     NodeLister,
     NodeTable,
     NodeVerdicts,
+    PodsByLabel,
     PreFilterResult,
     QueueingHint,
+    SignFragment,
     Status,
 )
 from scheduler.framework.interface import NODE, POD
@@ -65,6 +67,8 @@ LIST_DEFAULTING = "List"
 
 _PRE_FILTER_KEY = "PreFilter" + names.POD_TOPOLOGY_SPREAD
 _PRE_SCORE_KEY = "PreScore" + names.POD_TOPOLOGY_SPREAD
+NOT_SIGNABLE = "pods with topology constraints are not signable"
+NOT_SIGNABLE_DEFAULTS = "pods with default topology constraints are not signable"
 
 
 def _involved(changed: Pod, pod: Pod) -> bool:
@@ -107,6 +111,16 @@ class PodTopologySpread:
         if selector.is_empty:
             return []
         return [c.with_selector(selector) for c in constraints]
+
+    def sign_pod(self, pod: Pod) -> tuple[Sequence[SignFragment], Status | None]:
+        """Spreading depends on where other pods are, so no pod with constraints is signed, and
+        as upstream none at all when the profile has default constraints (System defaulting
+        has), whether or not a workload selects the pod."""
+        if pod.topology_spread_constraints:
+            return (), Status.unschedulable(NOT_SIGNABLE)
+        if self._default_constraints:
+            return (), Status.unschedulable(NOT_SIGNABLE_DEFAULTS)
+        return (), None
 
     # ------------------------------------------------------------------ events
 
@@ -221,6 +235,9 @@ class PodTopologySpread:
             return Status.from_error(exc)
         if not constraints:
             return Status.skip()
+        index: PodsByLabel
+        lookup: Callable[[str], NodeInfo | None]
+        table: NodeTable | None
         if snapshot is None:  # no cluster view: the candidates are all there is
             index, lookup, table = PodIndex.of(nodes), {info.name: info for info in nodes}.get, None
         else:

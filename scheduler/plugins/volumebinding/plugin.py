@@ -8,7 +8,7 @@ PV as taken), PreBind writes it and waits for the PV controller, Unreserve takes
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -24,7 +24,9 @@ from scheduler.framework import (
     NodeLister,
     PreFilterResult,
     QueueingHint,
+    SignFragment,
     Status,
+    signers,
 )
 from scheduler.framework.interface import (
     CSI_DRIVER,
@@ -82,6 +84,10 @@ class VolumeBinding:
         timeout = getattr(args, "bind_timeout_seconds", DEFAULT_BIND_TIMEOUT_SECONDS)
         self._handle = handle
         self.binder = VolumeBinder(handle.lister, float(timeout), POLL_INTERVAL_SECONDS)
+
+    def sign_pod(self, pod: Pod) -> tuple[Sequence[SignFragment], Status | None]:
+        """Filtering depends on the pod's volumes (their claims and classes)."""
+        return (SignFragment(signers.VOLUMES, signers.volumes(pod)),), None
 
     # ------------------------------------------------------------------ events
 

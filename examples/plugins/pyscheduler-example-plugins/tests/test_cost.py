@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pyscheduler_example_plugins import CostByLabel, CostByLabelArgs
 
-from scheduler.framework import CycleState
+from scheduler.framework import CycleState, SignPlugin
 from scheduler.testing import make_node, make_pod, per_node_and_batch_score, run_plugin, table_of
 
 LIFECYCLE = "node.kubernetes.io/lifecycle"
@@ -76,3 +76,10 @@ def test_validate_names_the_bad_field(args: CostByLabelArgs, message: str) -> No
 
 def test_the_defaults_are_valid() -> None:
     assert CostByLabelArgs().validate() == []
+
+
+def test_it_signs_pods_with_nothing_so_its_profile_can_batch_them() -> None:
+    # a node's cost depends on its labels only: any two pods get the same scores
+    plugin = CostByLabel(CostByLabelArgs(), handle=None)  # type: ignore[arg-type]
+    assert isinstance(plugin, SignPlugin)
+    assert plugin.sign_pod(make_pod("p", labels={"app": "web"})) == ((), None)

@@ -16,13 +16,23 @@ the previous cycle, which at thousands of nodes saves a Python call per node per
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
 
-from scheduler.framework import MAX_NODE_SCORE, CycleState, Handle, Node, NodeInfo, NodeTable, Pod
+from scheduler.framework import (
+    MAX_NODE_SCORE,
+    CycleState,
+    Handle,
+    Node,
+    NodeInfo,
+    NodeTable,
+    Pod,
+    SignFragment,
+    Status,
+)
 
 # A label key: an optional DNS-subdomain prefix and "/", then a name of at most 63 characters.
 _LABEL_KEY = re.compile(
@@ -70,6 +80,13 @@ class CostByLabel:
         if value is None:
             return self.args.default_cost
         return self.args.cost.get(value, self.args.default_cost)
+
+    # -- Signing: what of the pod the scores depend on (OpportunisticBatching)
+
+    def sign_pod(self, pod: Pod) -> tuple[Sequence[SignFragment], Status | None]:
+        """A node's cost depends on its labels only, never on the pod: nothing to sign, and
+        consecutive pods that sign alike may reuse the previous cycle's ranking of the nodes."""
+        return (), None
 
     # -- Score, per node: what the framework calls when there is no batch form
 

@@ -1,0 +1,146 @@
+"""Feature gates: kube-scheduler's ``--feature-gates``, with v1.36's stages and defaults.
+
+Only the gates that change what the scheduler decides are known here. pyscheduler implements
+some of them both ways (``switchable``); the others it implements at their v1.36 default only,
+and asking for the other value is refused at start-up with a message saying so, just as a gate
+locked to its default upstream refuses to change.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+ALPHA = "ALPHA"
+BETA = "BETA"
+GA = ""  # upstream prints no stage for GA gates
+
+OPPORTUNISTIC_BATCHING = "OpportunisticBatching"
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    default: bool
+    stage: str
+    locked: bool = False  # upstream's LockToDefault
+    switchable: bool = False  # pyscheduler implements both values
+
+
+KNOWN: dict[str, Gate] = {
+    "ClearingNominatedNodeNameAfterBinding": Gate(True, BETA),
+    "DRAAdminAccess": Gate(True, GA, locked=True),
+    "DRAConsumableCapacity": Gate(True, BETA),
+    "DRADeviceBindingConditions": Gate(True, BETA),
+    "DRADeviceTaints": Gate(True, BETA),
+    "DRAExtendedResource": Gate(True, BETA),
+    "DRANodeAllocatableResources": Gate(False, ALPHA),
+    "DRAPartitionableDevices": Gate(True, BETA),
+    "DRAPrioritizedList": Gate(True, GA),
+    "DRASchedulerFilterTimeout": Gate(True, BETA),
+    "DynamicResourceAllocation": Gate(True, GA, locked=True),
+    "GangScheduling": Gate(False, ALPHA),
+    "GenericWorkload": Gate(False, ALPHA),
+    "InPlacePodLevelResourcesVerticalScaling": Gate(True, BETA),
+    "InPlacePodVerticalScaling": Gate(True, GA, locked=True),
+    "MatchLabelKeysInPodAffinity": Gate(True, GA, locked=True),
+    "NodeDeclaredFeatures": Gate(True, BETA),
+    "NominatedNodeNameForExpectation": Gate(True, BETA),
+    OPPORTUNISTIC_BATCHING: Gate(True, BETA, switchable=True),
+    "PodLevelResources": Gate(True, BETA),
+    "PodObservedGenerationTracking": Gate(True, GA, locked=True),
+    "PodSchedulingReadiness": Gate(True, GA, locked=True),
+    "SchedulerAsyncAPICalls": Gate(False, BETA),
+    "SchedulerPopFromBackoffQ": Gate(True, BETA),
+    "SchedulerQueueingHints": Gate(True, GA, locked=True),
+    "StorageCapacityScoring": Gate(False, ALPHA),
+    "TaintTolerationComparisonOperators": Gate(False, ALPHA),
+    "TopologyAwareWorkloadScheduling": Gate(False, ALPHA),
+    "VolumeAttributesClass": Gate(True, GA, locked=True),
+}
+
+
+class FeatureGateError(ValueError):
+    """A ``--feature-gates`` value that cannot be honoured; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureGates:
+    """The gates in force: the defaults, with ``overrides`` (only switchable gates differ)."""
+
+    overrides: Mapping[str, bool] = field(default_factory=dict)
+
+    def enabled(self, name: str) -> bool:
+        return self.overrides.get(name, KNOWN[name].default)
+
+    @classmethod
+    def parse(cls, text: str, known: Mapping[str, Gate] = KNOWN) -> FeatureGates:
+        """``Name=true,Other=false`` as kube-scheduler's flag takes it."""
+        overrides: dict[str, bool] = {}
+        for item in (part.strip() for part in text.split(",")):
+            if not item:
+                continue
+            name, sep, raw = item.partition("=")
+            name = name.strip()
+            if not sep:
+                raise FeatureGateError(f"missing bool value for {name}")
+            value = _parse_bool(raw.strip())
+            if value is None:
+                raise FeatureGateError(
+                    f"invalid value of {name}={raw.strip()}, err: strconv.ParseBool: "
+                    f'parsing "{raw.strip()}": invalid syntax'
+                )
+            gate = known.get(name)
+            if gate is None:
+                raise FeatureGateError(f"unrecognized feature gate: {name}")
+            if gate.locked and value != gate.default:
+                raise FeatureGateError(
+                    f"cannot set feature gate {name} to {_go_bool(value)}, "
+                    f"feature is locked to {_go_bool(gate.default)}"
+                )
+            if not gate.switchable and value != gate.default:
+                raise FeatureGateError(
+                    f"feature gate {name}: pyscheduler implements only its default "
+                    f"({name}={_go_bool(gate.default)})"
+                )
+            overrides[name] = value
+        return cls(overrides)
+
+    def describe(self) -> dict[str, bool]:
+        """Every known gate and its value, for /configz and the start-up log."""
+        return {name: self.enabled(name) for name in sorted(KNOWN)}
+
+
+DEFAULT_FEATURES = FeatureGates()
+
+
+def _parse_bool(text: str) -> bool | None:
+    """Go's strconv.ParseBool."""
+    if text in ("1", "t", "T", "TRUE", "true", "True"):
+        return True
+    if text in ("0", "f", "F", "FALSE", "false", "False"):
+        return False
+    return None
+
+
+def _go_bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+# ``pyscheduler feature-gates``: the known gates, as a table
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """No options: the command prints every known gate."""
+
+
+def main(args: argparse.Namespace) -> int:
+    rows = [("NAME", "DEFAULT", "STAGE", "PYSCHEDULER")]
+    for name in sorted(KNOWN):
+        gate = KNOWN[name]
+        honoured = "both values" if gate.switchable else f"only {_go_bool(gate.default)}"
+        rows.append((name, _go_bool(gate.default), gate.stage or "GA", honoured))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+    return 0
