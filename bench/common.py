@@ -20,7 +20,7 @@ from scheduler.app import available_plugins
 from scheduler.build import DiscardEvents, DiscardStatus, build_scheduler
 from scheduler.config import PluginRef, SchedulerConfiguration, default_config
 from scheduler.features import DEFAULT_FEATURES, FeatureGates
-from scheduler.framework import ApiClient, CycleState, ObjectLister, PluginFactory, Status
+from scheduler.framework import ApiClient, CycleState, ObjectLister, Status
 from scheduler.plugins.registry import in_tree_registry
 from scheduler.schedule_one import StatusSink
 
@@ -132,7 +132,7 @@ class Harness:
         listers: Mapping[str, ObjectLister] | None = None,
         current_pod: Callable[[Pod], Pod | None] | None = None,
         status: StatusSink | None = None,
-        binder: PluginFactory | None = InMemoryBinder,
+        binder: Callable[[Any, Any], Any] | None = InMemoryBinder,
     ) -> None:
         config = config or default_config()
         registry = in_tree_registry()

@@ -1,6 +1,6 @@
 """The real scheduler process end to end through the API: cost per pod, bind rate, memory.
 
-    python -m bench.e2e [--nodes 1000] [--pods 5000] [--live] [--qps 0] [--profile]
+    python -m bench.e2e [--nodes 1000] [--pods 5000] [--live] [--qps 0] [--profile] [--workload NAME]
 
 The local endpoint runs in its own process (``pyscheduler sim-cluster --no-kubelet``, as on a real
 API server where no kubelet runs), so its CPU is not counted; ``--nodes`` nodes of 8 cpu / 32Gi.
@@ -13,6 +13,15 @@ until every pod is bound. Printed:
   initial LIST and all) to the last binding, divided by the pods bound;
 - the scheduler's peak RSS;
 - with ``--profile``: where the CPU went, by component (the scheduler runs under cProfile).
+
+``--workload NAME`` runs one of bench.scheduler_perf's upstream workloads (SchedulingBasic,
+NodeAffinity, TopologySpreading, PodAntiAffinity) instead of the plain pods, from the same
+definitions: the nodes are upstream's node-default (4 cpu / 32Gi / 110 pods) with the workload's
+zone labels, written into the node template (``zones:``, round-robin as upstream's
+labelNodePrepareStrategy); the workload's init pods, as many per node as upstream's 5000-node
+variant has, are created already bound (round-robin, the placement the scheduler gives these
+identical pods on identical empty nodes) in their own namespace; the ``--pods`` measured pods
+are the workload's template, posted to its measured namespace, and are what the figures count.
 
 Figures are printed, never asserted.
 """
@@ -30,11 +39,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
 import orjson
+
+from bench.scheduler_perf import NODE_CAPACITY, NODE_PREFIX, POD_TEMPLATES, UPSTREAM_NODES, WORKLOADS
 
 NODE_TEMPLATE = """\
 nodeGroups:
@@ -42,6 +54,16 @@ nodeGroups:
     count: {count}
     capacity: {{cpu: "8", memory: 32Gi, pods: "110"}}
 """
+# --workload: upstream's node-default, the workload's zones round-robin (none: no zone label)
+WORKLOAD_NODE_TEMPLATE = """\
+nodeGroups:
+  - namePrefix: {prefix}
+    count: {count}
+    capacity: {{cpu: "{cpu}", memory: {memory}, pods: "{pods}"}}
+    zones: [{zones}]
+"""
+# the workloads whose init pods can be placed up front as upstream's scheduler would place them
+E2E_WORKLOADS = ("SchedulingBasic", "NodeAffinity", "TopologySpreading", "PodAntiAffinity")
 CONFIG = """\
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
@@ -71,10 +93,14 @@ class Figures:
     cpu_per_pod_ms: float
     peak_rss_mb: float
     profile: str = ""
+    workload: str = ""  # --workload
+    init_pods: int = 0  # --workload: placed before the start, not counted
 
     def describe(self) -> str:
+        label = f"{self.workload} ({self.init_pods} init pods placed): " if self.workload else ""
         lines = [
-            f"{self.nodes} nodes, {self.pods} pods: {self.bound} bound in {self.seconds_to_all_bound:.1f}s "
+            f"{label}{self.nodes} nodes, {self.pods} pods: "
+            f"{self.bound} bound in {self.seconds_to_all_bound:.1f}s "
             f"from the scheduler's start; {self.bind_rate:.0f} pods/s from the first binding to the last",
             f"scheduler CPU per bound pod: {self.cpu_per_pod_ms:.2f} ms; peak RSS {self.peak_rss_mb:.0f} MB",
         ]
@@ -118,13 +144,55 @@ def pod(i: int) -> bytes:
     )
 
 
-async def create_pods(session: aiohttp.ClientSession, url: str, start: int, stop: int) -> None:
-    path = f"{url}/api/v1/namespaces/bench/pods"
+@dataclass(frozen=True, slots=True)
+class PodSource:
+    """What pods to post where: the plain pods in ``bench``, or a workload's."""
+
+    namespace: str = "bench"
+    body: Callable[[int], bytes] = pod
+
+
+def workload_pods(name: str, nodes: int) -> tuple[PodSource, PodSource | None]:
+    """A scheduler_perf workload's measured pods and its init pods (bound, round-robin) if any."""
+    workload = WORKLOADS[name]
+    measured = workload.measured
+    template = POD_TEMPLATES[measured.template]
+
+    def measured_body(i: int) -> bytes:
+        return orjson.dumps(template.build(f"{template.prefix}{i:06d}", measured.namespace))
+
+    init = workload.init
+    if init is None:
+        return PodSource(measured.namespace, measured_body), None
+    init_template = POD_TEMPLATES[init.template]
+
+    def init_body(i: int) -> bytes:
+        body = init_template.build(f"{init_template.prefix}{i:06d}", init.namespace)
+        body["spec"]["nodeName"] = f"{NODE_PREFIX}{i % nodes:04d}"  # sim-cluster's node names
+        return orjson.dumps(body)
+
+    return PodSource(measured.namespace, measured_body), PodSource(init.namespace, init_body)
+
+
+def init_pod_count(name: str, nodes: int) -> int:
+    """As many init pods per node as upstream's 5000-node variant has."""
+    init = WORKLOADS[name].init
+    return round(init.count * nodes / UPSTREAM_NODES) if init is not None else 0
+
+
+async def create_pods(
+    session: aiohttp.ClientSession, url: str, start: int, stop: int, source: PodSource | None = None
+) -> None:
+    source = source or PodSource()
+    path = f"{url}/api/v1/namespaces/{source.namespace}/pods"
     pending = iter(range(start, stop))
+    headers = {"Content-Type": "application/json"}
 
     async def worker() -> None:
         for i in pending:
-            async with session.post(path, data=pod(i), headers={"Content-Type": "application/json"}) as resp:
+            async with session.post(path, data=source.body(i), headers=headers) as resp:
+                if resp.status >= 300:
+                    raise RuntimeError(f"creating pod {i} in {source.namespace}: HTTP {resp.status}")
                 await resp.read()
 
     await asyncio.gather(*(worker() for _ in range(16)))
@@ -138,9 +206,10 @@ class BoundCounter:
         self.first: float | None = None
         self.last: float | None = None
 
-    async def watch(self, session: aiohttp.ClientSession, url: str) -> None:
+    async def watch(self, session: aiohttp.ClientSession, url: str, namespace: str = "bench") -> None:
         params = {"watch": "true", "resourceVersion": "0", "allowWatchBookmarks": "true"}
-        async with session.get(f"{url}/api/v1/namespaces/bench/pods", params=params, timeout=None) as resp:
+        path = f"{url}/api/v1/namespaces/{namespace}/pods"
+        async with session.get(path, params=params, timeout=None) as resp:
             async for line in resp.content:
                 event = orjson.loads(line)
                 obj = event.get("object") or {}
@@ -154,11 +223,25 @@ class BoundCounter:
 
 
 async def run(
-    nodes: int, pods: int, live: bool, qps: float, profile: bool, profile_out: Path | None = None
+    nodes: int,
+    pods: int,
+    live: bool,
+    qps: float,
+    profile: bool,
+    profile_out: Path | None = None,
+    workload: str | None = None,
 ) -> Figures:
+    source, init, init_count = PodSource(), None, 0
+    template = NODE_TEMPLATE.format(count=nodes)
+    if workload is not None:
+        source, init = workload_pods(workload, nodes)
+        init_count = init_pod_count(workload, nodes)
+        template = WORKLOAD_NODE_TEMPLATE.format(
+            prefix=NODE_PREFIX, count=nodes, zones=", ".join(WORKLOADS[workload].zones), **NODE_CAPACITY
+        )
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
-        (work / "nodes.yaml").write_text(NODE_TEMPLATE.format(count=nodes))
+        (work / "nodes.yaml").write_text(template)
         kubeconfig = work / "kubeconfig"
         sim = subprocess.Popen(
             [
@@ -180,17 +263,22 @@ async def run(
             url = sim.stdout.readline().split()[3]  # "sim-cluster listening on URL with N nodes"
             sim.stdout.readline()  # the kubeconfig line
             async with aiohttp.ClientSession() as session:
-                async with session.post(
-                    f"{url}/api/v1/namespaces", json={"metadata": {"name": "bench"}}
-                ) as resp:
-                    await resp.read()
+                namespaces = [source.namespace] + ([init.namespace] if init is not None else [])
+                for namespace in namespaces:
+                    async with session.post(
+                        f"{url}/api/v1/namespaces", json={"metadata": {"name": namespace}}
+                    ) as resp:
+                        await resp.read()
+                if init is not None:
+                    await create_pods(session, url, 0, init_count, init)
                 if not live:
-                    await create_pods(session, url, 0, pods)
+                    await create_pods(session, url, 0, pods, source)
                 counter = BoundCounter()
-                watcher = asyncio.create_task(counter.watch(session, url))
+                watcher = asyncio.create_task(counter.watch(session, url, source.namespace))
                 figures = await _schedule(
-                    work, kubeconfig, nodes, pods, qps, profile, live, counter, session, url
+                    work, kubeconfig, nodes, pods, qps, profile, live, counter, session, url, source
                 )
+                figures.workload, figures.init_pods = workload or "", init_count
                 watcher.cancel()
                 if profile and profile_out is not None and (work / "profile.out").exists():
                     shutil.copyfile(work / "profile.out", profile_out)
@@ -211,6 +299,7 @@ async def _schedule(
     counter: BoundCounter,
     session: aiohttp.ClientSession,
     url: str,
+    source: PodSource | None = None,
 ) -> Figures:
     config = work / "config.yaml"
     burst = int(qps * 2) if qps > 0 else 100_000
@@ -223,7 +312,7 @@ async def _schedule(
     scheduler = subprocess.Popen(command, stderr=subprocess.DEVNULL)
     try:
         if live:
-            await create_pods(session, url, 0, pods)
+            await create_pods(session, url, 0, pods, source)
         while len(counter.bound) < pods:
             if scheduler.poll() is not None:
                 raise RuntimeError(f"the scheduler exited with {scheduler.returncode}")
@@ -280,8 +369,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--profile-out", type=Path, help="with --profile: also keep the raw cProfile output here (pstats)"
     )
+    parser.add_argument(
+        "--workload",
+        choices=E2E_WORKLOADS,
+        help="one of bench.scheduler_perf's upstream workloads instead of the plain pods",
+    )
     args = parser.parse_args(argv)
-    figures = asyncio.run(run(args.nodes, args.pods, args.live, args.qps, args.profile, args.profile_out))
+    if (
+        args.workload == "PodAntiAffinity"
+        and init_pod_count(args.workload, args.nodes) + args.pods > args.nodes
+    ):
+        free = args.nodes - init_pod_count(args.workload, args.nodes)
+        parser.error(f"PodAntiAffinity puts one pod per node: at most {free} --pods on {args.nodes} nodes")
+    figures = asyncio.run(
+        run(args.nodes, args.pods, args.live, args.qps, args.profile, args.profile_out, args.workload)
+    )
     print(figures.describe())
     return 0
 

@@ -68,6 +68,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import itertools
 import resource
 import statistics
@@ -111,7 +112,9 @@ def _container(cpu: str, memory: str = "500Mi", *, limits: bool = True) -> Obj:
     return {"name": "pause", "image": PAUSE, "ports": [{"containerPort": 80}], "resources": resources}
 
 
-def _pod(name: str, namespace: str, container: Obj, labels: Mapping[str, str] | None = None, **spec: Any) -> Obj:
+def _pod(
+    name: str, namespace: str, container: Obj, labels: Mapping[str, str] | None = None, **spec: Any
+) -> Obj:
     metadata: Obj = {"name": name, "namespace": namespace}
     if labels:
         metadata["labels"] = dict(labels)
@@ -137,7 +140,11 @@ def pod_default(name: str, namespace: str) -> Obj:
 
 
 def pod_with_node_affinity(name: str, namespace: str) -> Obj:
-    required = {"nodeSelectorTerms": [{"matchExpressions": [{"key": ZONE, "operator": "In", "values": ["zone1", "zone2"]}]}]}
+    required = {
+        "nodeSelectorTerms": [
+            {"matchExpressions": [{"key": ZONE, "operator": "In", "values": ["zone1", "zone2"]}]}
+        ]
+    }
     affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
     return _pod(name, namespace, _container("100m"), affinity=affinity)
 
@@ -149,7 +156,9 @@ def pod_with_topology_spreading(name: str, namespace: str) -> Obj:
         "whenUnsatisfiable": "DoNotSchedule",
         "labelSelector": {"matchLabels": {"color": "blue"}},
     }
-    return _pod(name, namespace, _container("100m"), {"color": "blue"}, topologySpreadConstraints=[constraint])
+    return _pod(
+        name, namespace, _container("100m"), {"color": "blue"}, topologySpreadConstraints=[constraint]
+    )
 
 
 def pod_with_pod_anti_affinity(name: str, namespace: str) -> Obj:
@@ -186,7 +195,9 @@ POD_TEMPLATES: dict[str, PodTemplate] = {
     "pod-with-node-affinity": PodTemplate("node-affinity-", pod_with_node_affinity),
     "pod-with-topology-spreading": PodTemplate("spreading-pod-", pod_with_topology_spreading),
     "pod-with-pod-anti-affinity": PodTemplate("anti-affinity-pod-", pod_with_pod_anti_affinity),
-    "pod-with-preferred-pod-affinity": PodTemplate("preferred-affinity-pod-", pod_with_preferred_pod_affinity),
+    "pod-with-preferred-pod-affinity": PodTemplate(
+        "preferred-affinity-pod-", pod_with_preferred_pod_affinity
+    ),
     "pod-low-priority": PodTemplate("pod-", pod_low_priority),
     "pod-high-priority": PodTemplate("pod-high-priority-", pod_high_priority),
     "pod-high-priority-large-cpu": PodTemplate("pod-h-", pod_high_priority_large_cpu),
@@ -218,7 +229,11 @@ def churn_node(name: str) -> Obj:
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": name},
-        "status": {"capacity": {"pods": "0"}, "conditions": [{"type": "Ready", "status": "True"}], "phase": "Running"},
+        "status": {
+            "capacity": {"pods": "0"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "phase": "Running",
+        },
     }
 
 
@@ -228,7 +243,10 @@ def churn_service(name: str, namespace: str) -> Obj:
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {"selector": {"app": "foo"}, "ports": [{"protocol": "TCP", "port": 8080, "targetPort": 8080}]},
+        "spec": {
+            "selector": {"app": "foo"},
+            "ports": [{"protocol": "TCP", "port": 8080, "targetPort": 8080}],
+        },
     }
 
 
@@ -296,7 +314,8 @@ WORKLOADS: dict[str, Workload] = {
         ),
         Workload(
             "NodeAffinity",
-            "affinity/performance-config.yaml: SchedulingNodeAffinity/5000Nodes_10000Pods_QueueingHintsEnabled",
+            "affinity/performance-config.yaml: "
+            "SchedulingNodeAffinity/5000Nodes_10000Pods_QueueingHintsEnabled",
             220,
             (
                 CreatePods(5000, "pod-with-node-affinity", "namespace-1"),
@@ -306,7 +325,8 @@ WORKLOADS: dict[str, Workload] = {
         ),
         Workload(
             "TopologySpreading",
-            "topology_spreading/performance-config.yaml: TopologySpreading/5000Nodes_5000Pods_QueueingHintsEnabled",
+            "topology_spreading/performance-config.yaml: "
+            "TopologySpreading/5000Nodes_5000Pods_QueueingHintsEnabled",
             85,
             (
                 CreatePods(5000, "pod-default", "namespace-1"),
@@ -316,7 +336,8 @@ WORKLOADS: dict[str, Workload] = {
         ),
         Workload(
             "PodAntiAffinity",
-            "affinity/performance-config.yaml: SchedulingPodAntiAffinity/5000Nodes_2000Pods_QueueingHintsEnabled",
+            "affinity/performance-config.yaml: "
+            "SchedulingPodAntiAffinity/5000Nodes_2000Pods_QueueingHintsEnabled",
             60,
             (
                 CreatePods(1000, "pod-with-pod-anti-affinity", "sched-0"),
@@ -358,7 +379,13 @@ WORKLOADS: dict[str, Workload] = {
             "misc/performance-config.yaml: SchedulingWithMixedChurn/5000Nodes_10000Pods_QueueingHintsEnabled",
             265,
             (
-                Churn("recreate", ("node", "pod-high-priority-large-cpu", "service"), 1000, "namespace-1", number=1),
+                Churn(
+                    "recreate",
+                    ("node", "pod-high-priority-large-cpu", "service"),
+                    1000,
+                    "namespace-1",
+                    number=1,
+                ),
                 CreatePods(10000, "pod-default", "namespace-2", measure=True),
             ),
         ),
@@ -483,7 +510,10 @@ class Cluster:
 
     def create_namespace(self, name: str) -> None:
         labels = {"kubernetes.io/metadata.name": name}
-        self.create_object("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
+        self.create_object(
+            "namespaces",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}},
+        )
 
     # ------------------------------------------------------------------ server side (the scheduler's calls)
 
@@ -659,6 +689,7 @@ class Report:
     churn_pods_bound: int = 0
     churn_pods_pending: int = 0  # churned pods that exist and have no node
     gave_up: bool = False  # no measured pod was scheduled for stall_seconds
+    cluster: Cluster | None = field(default=None, repr=False)  # the end state (for tests)
 
     def line(self) -> str:
         w = self.workload
@@ -667,7 +698,8 @@ class Report:
         text = (
             f"{w.name:<25}{self.nodes:>5} nodes, {self.init_pods:>5} init + {self.measured:>5} measured: "
             f"{rate} pods/s ({samples}), cycle p50 {self.p50_ms:.2f} ms p99 {self.p99_ms:.2f} ms, "
-            f"{self.scheduled}/{self.measured} in {self.seconds:.1f} s | upstream threshold {w.threshold:.0f} pods/s"
+            f"{self.scheduled}/{self.measured} in {self.seconds:.1f} s "
+            f"| upstream threshold {w.threshold:.0f} pods/s"
         )
         extra = []
         if self.gave_up:
@@ -703,7 +735,13 @@ async def _wait_scheduled(cluster: Cluster, namespace: str, count: int, stall_se
     return True
 
 
-async def _churn(cluster: Cluster, op: Churn, interval_scale: float, created: Counter[str]) -> None:
+@dataclass(slots=True)
+class ChurnProgress:
+    ticks: int = 0
+    created: Counter[str] = field(default_factory=Counter)  # by template
+
+
+async def _churn(cluster: Cluster, op: Churn, interval_scale: float, progress: ChurnProgress) -> None:
     """Upstream's churn op: on every tick, each template's object is created (mode create), or in
     mode recreate created or deleted in turn (slot ``tick % number``)."""
     interval = op.interval_ms / 1000 * interval_scale
@@ -724,8 +762,9 @@ async def _churn(cluster: Cluster, op: Churn, interval_scale: float, created: Co
                 slots[template][slot] = ""
             else:
                 slots[template][slot] = _create(cluster, template, next(names), op.namespace)
-                created[template] += 1
+                progress.created[template] += 1
         tick += 1
+        progress.ticks = tick
 
 
 def _create(cluster: Cluster, template: str, n: int, namespace: str) -> str:
@@ -757,9 +796,13 @@ async def run(
     settle: bool = False,
     stall_seconds: float = 15.0,
 ) -> Report:
-    """One workload on a fresh scheduler. ``churn_interval_scale`` shortens churn intervals and
-    ``settle`` lets the scheduler finish with churned pods after the measured op (both for the
-    smoke test, which must see churn happen in a run of a few dozen pods)."""
+    """One workload on a fresh scheduler.
+
+    For the smoke test, which must see churn happen in a run of a few dozen pods:
+    ``churn_interval_scale`` shortens churn intervals, and ``settle`` lets churn tick at least
+    twice before it stops, after the measured op, then waits until the scheduler has nothing left
+    to do now (churned pods decided, preemptions carried out).
+    """
     cluster = Cluster()
     status = PodStatusWriter(cluster, cluster.current)
     harness = Harness(
@@ -772,7 +815,9 @@ async def run(
         if waiting is not None:
             waiting.reject("", "pod was deleted while waiting at Permit")
 
-    cluster.connect(PodEvents(harness.cache, queue, [SCHEDULER], reject_waiting), NodeEvents(harness.cache, queue))
+    cluster.connect(
+        PodEvents(harness.cache, queue, [SCHEDULER], reject_waiting), NodeEvents(harness.cache, queue)
+    )
     cycles: list[float] = []
     measuring = False
 
@@ -792,7 +837,7 @@ async def run(
         asyncio.create_task(queue.run()),
         asyncio.create_task(status.run()),
     ]
-    churn_created: Counter[str] = Counter()
+    progress = ChurnProgress()
     init_pods = 0
     report: Report | None = None
     try:
@@ -803,12 +848,12 @@ async def run(
         for op in workload.ops:
             if isinstance(op, Churn):
                 cluster.create_namespace(op.namespace)
-                background.append(asyncio.create_task(_churn(cluster, op, churn_interval_scale, churn_created)))
+                background.append(asyncio.create_task(_churn(cluster, op, churn_interval_scale, progress)))
                 continue
             count = op.size(nodes, scale)
             template = POD_TEMPLATES[op.template]
             cluster.create_namespace(op.namespace)
-            collector = ThroughputCollector(lambda ns=op.namespace: cluster.scheduled[ns])
+            collector = ThroughputCollector(functools.partial(cluster.scheduled.__getitem__, op.namespace))
             if op.measure:
                 measuring = True
                 background.append(asyncio.create_task(collector.run()))
@@ -821,7 +866,8 @@ async def run(
             done = await _wait_scheduled(cluster, op.namespace, count, stall_seconds)
             if not op.measure:
                 if not done:
-                    raise RuntimeError(f"{workload.name}: init pods of {op.namespace} stay unschedulable")
+                    pending = count - cluster.scheduled[op.namespace]
+                    raise RuntimeError(f"gave up: {pending} of {count} init pods stay unschedulable")
                 continue
             measuring = False
             background.pop().cancel()
@@ -846,6 +892,10 @@ async def run(
         assert report is not None, f"{workload.name} has no measured op"
         churn = workload.churn
         if churn is not None:
+            if settle:
+                deadline = time.perf_counter() + 10
+                while progress.ticks < 2 and time.perf_counter() < deadline:
+                    await asyncio.sleep(0.001)
             for task in background[3:]:
                 task.cancel()
             if settle:
@@ -853,8 +903,9 @@ async def run(
             churned = [p for p in cluster.pods.values() if p.namespace == churn.namespace]
             report.churn_pods_bound = cluster.scheduled[churn.namespace]
             report.churn_pods_pending = sum(1 for p in churned if not p.node_name)
-        report.churn_created = churn_created
+        report.churn_created = progress.created
         report.victims = cluster.deleted_by_api
+        report.cluster = cluster
         return report
     finally:
         queue.close()
@@ -872,22 +923,36 @@ async def _settle(harness: Harness, timeout: float = 10.0) -> None:
     while quiet < 3 and time.perf_counter() < deadline:
         await asyncio.sleep(0.05)
         pending = harness.queue.pending()
-        busy = pending["active"] or pending["backoff"] or (preemption is not None and preemption.executor.running)
+        busy = (
+            pending["active"]
+            or pending["backoff"]
+            or (preemption is not None and preemption.executor.running)
+        )
         busy = busy or not await harness.scheduler.wait_for_bindings(0.01)
         quiet = 0 if busy else quiet + 1
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.scheduler_perf", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.scheduler_perf", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--nodes", type=int, default=UPSTREAM_NODES)
-    parser.add_argument("--workloads", nargs="+", choices=list(WORKLOADS), default=list(WORKLOADS), metavar="NAME")
-    parser.add_argument("--scale", type=float, default=1.0, help="fraction of upstream's pod counts (e.g. 0.1)")
+    parser.add_argument(
+        "--workloads", nargs="+", choices=list(WORKLOADS), default=list(WORKLOADS), metavar="NAME"
+    )
+    parser.add_argument(
+        "--scale", type=float, default=1.0, help="fraction of upstream's pod counts (e.g. 0.1)"
+    )
     args = parser.parse_args(argv)
     print(THRESHOLD_NOTE)
     print(f"(--scale {args.scale:g}: pod counts are upstream's x {args.scale:g}; one asyncio loop, one core)")
     for name in args.workloads:
-        workload = WORKLOADS[name]
-        print(asyncio.run(run(workload, args.nodes, args.scale)).line(), flush=True)
+        try:
+            report = asyncio.run(run(WORKLOADS[name], args.nodes, args.scale))
+        except RuntimeError as exc:  # init pods that cannot all be placed (e.g. too few nodes)
+            print(f"{name:<25}{exc}", flush=True)
+            continue
+        print(report.line(), flush=True)
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak RSS {rss_mb:.0f} MiB")
     return 0

@@ -10,8 +10,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import logging
 import os
+import random
 import signal
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -183,8 +185,24 @@ def main(args: argparse.Namespace) -> int:
         registry=registry,
         watches=watched_kinds(config, sources),
         features=features,
+        tune_gc=True,
     )
     return asyncio.run(app.run())
+
+
+# Young-generation collections every 50,000 allocations instead of 700: a scheduling cycle
+# allocates a few hundred short-lived objects, and each collection costs more than it frees.
+GC_THRESHOLDS = (50_000, 20, 100)
+
+
+def _tune_garbage_collector() -> None:
+    """Once the initial lists are in the cache: what they built lives until it is deleted (and
+    is then freed by reference counting), so it is moved out of the cycle collector's sight —
+    every full collection would walk every cached pod and node again. In process, collections
+    took ~3% of the scheduling CPU before this (bench.decisions, 1,000 nodes)."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
 
 
 def watched_kinds(config: SchedulerConfiguration, sources: Mapping[str, PluginSource]) -> list[str]:
@@ -268,9 +286,16 @@ class SchedulerApp:
         identity: str | None = None,
         watches: Sequence[str] = (),
         features: FeatureGates = DEFAULT_FEATURES,
+        tune_gc: bool = False,
+        rng: random.Random | None = None,
     ) -> None:
+        """``rng`` breaks ties between equally scored nodes (``pyscheduler simulate`` seeds it so
+        a simulation repeats); by default a fresh random one."""
         self.config = config
         self.features = features
+        self.rng = rng
+        # process-wide: only the process `pyscheduler run` starts (not tests running apps in theirs)
+        self.tune_gc = tune_gc
         self.watches = list(watches)  # kinds plugins read beyond the built-in ones
         self.kubeconfig = kubeconfig or config.client_connection.kubeconfig or None
         self.serving = serving or ServingOptions()
@@ -319,6 +344,7 @@ class SchedulerApp:
             listers=listers,
             metrics=self.metrics,
             features=self.features,
+            rng=self.rng,
         )
         self.cache, self.queue, self.frameworks = parts.cache, parts.queue, parts.frameworks
         self.extenders = parts.extenders
@@ -524,6 +550,8 @@ class SchedulerApp:
 
     async def _lead_and_schedule(self) -> None:
         await self.informers.wait_synced()
+        if self.tune_gc:
+            _tune_garbage_collector()
         log.info(
             "all informers synced; %d nodes, %d pods in the cache",
             self.cache.node_count(),
