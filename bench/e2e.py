@@ -77,7 +77,7 @@ COMPONENTS = (
     ("cache & queue", ("scheduler/cache/", "scheduler/queue/")),
     ("scheduling cycle", ("scheduler/schedule_one.py", "scheduler/runtime/", "scheduler/plugins/", "numpy")),
     ("events & status", ("scheduler/client/events.py", "scheduler/client/statuswriter.py")),
-    ("HTTP client", ("aiohttp", "scheduler/client/rest.py", "kubernetes_asyncio", "yarl", "multidict")),
+    ("HTTP client", ("scheduler/client/transport.py", "scheduler/client/rest.py", "ssl.py")),
     ("event loop", ("asyncio", "selectors")),
     ("logging", ("logging",)),
 )

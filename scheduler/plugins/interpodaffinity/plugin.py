@@ -75,10 +75,9 @@ class _NamespaceLabels:
 
     def __init__(self, handle: Handle | None) -> None:
         self._namespaces: ObjectLister | None = None
-        lister = getattr(handle, "lister", None)
-        if callable(lister):
+        if handle is not None:
             with contextlib.suppress(KeyError):  # KeyError: not watched
-                self._namespaces = lister("namespaces")
+                self._namespaces = handle.lister("namespaces")
         self._memo: dict[str, Mapping[str, str]] = {}
 
     def __call__(self, namespace: str) -> Mapping[str, str]:

@@ -13,6 +13,7 @@ from typing import Any
 
 from scheduler.api import LabelSelector, Pod, SelectorError
 from scheduler.api.selectors import Requirement
+from scheduler.framework import Handle, ObjectLister
 
 # Controller kinds by (apiVersion, kind), as their owner references name them.
 _MAP_SELECTOR_KINDS = {("v1", "ReplicationController"): "replicationcontrollers"}
@@ -22,12 +23,11 @@ _LABEL_SELECTOR_KINDS = {
 }
 
 
-def _lister(handle: Any, resource: str) -> Any | None:
-    lister = getattr(handle, "lister", None)
-    if not callable(lister):
+def _lister(handle: Handle | None, resource: str) -> ObjectLister | None:
+    if handle is None:
         return None
     try:
-        return lister(resource)
+        return handle.lister(resource)
     except KeyError:  # not watched by this scheduler
         return None
 
@@ -40,7 +40,7 @@ def _set_requirements(labels: Mapping[str, Any]) -> list[Requirement]:
     return [Requirement(str(k), "In", frozenset({str(v)})) for k, v in labels.items()]
 
 
-def _service_labels(handle: Any, pod: Pod) -> dict[str, str]:
+def _service_labels(handle: Handle | None, pod: Pod) -> dict[str, str]:
     """The merged selectors of the pod's namespace's Services that select it."""
     services = _lister(handle, "services")
     merged: dict[str, str] = {}
@@ -57,7 +57,7 @@ def _service_labels(handle: Any, pod: Pod) -> dict[str, str]:
     return merged
 
 
-def default_selector(handle: Any, pod: Pod) -> LabelSelector:
+def default_selector(handle: Handle | None, pod: Pod) -> LabelSelector:
     """The selector of the workloads owning ``pod``; empty when none is known."""
     requirements = _set_requirements(_service_labels(handle, pod))
     owner = _controller(pod)
