@@ -32,6 +32,7 @@ from scheduler.client.rest import KubeClient, TransportError
 from scheduler.client.statuswriter import PodStatusWriter
 from scheduler.config import (
     DEFAULT_PLUGINS,
+    EXTENSION_POINTS,
     ConfigError,
     PluginSet,
     SchedulerConfiguration,
@@ -39,28 +40,42 @@ from scheduler.config import (
     load_config,
 )
 from scheduler.eventhandlers import MalformedPods, NodeEvents, PodEvents, ResourceEvents
+from scheduler.explain.endpoint import explain_handler
 from scheduler.extender import HTTPExtender, close_all
-from scheduler.features import DEFAULT_FEATURES, FeatureGateError, FeatureGates
+from scheduler.features import (
+    DEFAULT_FEATURES,
+    GANG_SCHEDULING,
+    GENERIC_WORKLOAD,
+    TOPOLOGY_AWARE_WORKLOAD_SCHEDULING,
+    FeatureGateError,
+    FeatureGates,
+)
 from scheduler.framework import BackgroundPlugin, PluginFactory
 from scheduler.framework.interface import (
     CSI_DRIVER,
     CSI_NODE,
     CSI_STORAGE_CAPACITY,
+    DEVICE_CLASS,
     PERSISTENT_VOLUME,
     PERSISTENT_VOLUME_CLAIM,
+    RESOURCE_CLAIM,
+    RESOURCE_SLICE,
     STORAGE_CLASS,
     VOLUME_ATTACHMENT,
 )
 from scheduler.leaderelection import LeaderElector, LeadershipLost, default_identity
 from scheduler.metrics import SchedulerMetrics
+from scheduler.plugins.gangscheduling import PODGROUPS, WORKLOAD_PLUGINS
 from scheduler.plugins.loading import PluginLoadError, PluginSource, declared_args, factories, load_registry
 from scheduler.plugins.registry import in_tree_registry
+from scheduler.queue.scheduling_queue import ACTIVE
 from scheduler.runtime import FrameworkError
 from scheduler.schedule_one import Scheduler
 from scheduler.serving import DelegatedAuth, ServingCertificate, StatusServer, TLSConfigError
 from scheduler.serving import options as serving_options
 from scheduler.serving.options import ServingOptions
-from scheduler.serving.server import Check
+from scheduler.serving.server import Check, Handler
+from scheduler.shadow import ShadowMode, ShadowPodEvents
 
 log = logging.getLogger("scheduler")
 
@@ -81,6 +96,9 @@ PLUGIN_RESOURCES: dict[str, tuple[str, str]] = {
     "csidrivers": ("/apis/storage.k8s.io/v1/csidrivers", CSI_DRIVER),
     "csistoragecapacities": ("/apis/storage.k8s.io/v1/csistoragecapacities", CSI_STORAGE_CAPACITY),
     "volumeattachments": ("/apis/storage.k8s.io/v1/volumeattachments", VOLUME_ATTACHMENT),
+    "deviceclasses": ("/apis/resource.k8s.io/v1/deviceclasses", DEVICE_CLASS),
+    "resourceclaims": ("/apis/resource.k8s.io/v1/resourceclaims", RESOURCE_CLAIM),
+    "resourceslices": ("/apis/resource.k8s.io/v1/resourceslices", RESOURCE_SLICE),
     "namespaces": ("/api/v1/namespaces", ""),
     "services": ("/api/v1/services", ""),
     "replicationcontrollers": ("/api/v1/replicationcontrollers", ""),
@@ -113,6 +131,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="let a profile be named default-scheduler, or use the Lease kube-system/kube-scheduler "
         "(only where no kube-scheduler runs)",
+    )
+    parser.add_argument(
+        "--shadow",
+        default="",
+        metavar="SCHEDULER_NAME",
+        help="also decide, never acting, where the first profile would put the pods of this other "
+        "scheduler, and compare with where it binds them (/debug/shadow); default-scheduler is "
+        "allowed, since shadow mode never binds",
     )
     parser.add_argument(
         "--feature-gates",
@@ -156,13 +182,18 @@ def main(args: argparse.Namespace) -> int:
         return 2
     plugin_args = declared_args(sources)
     try:
-        config = load_config(args.config, plugin_args) if args.config else default_config(plugin_args)
+        config = (
+            load_config(args.config, plugin_args, features)
+            if args.config
+            else default_config(plugin_args, features)
+        )
     except ConfigError as exc:
         print(f"pyscheduler: invalid configuration {args.config}: {exc}", file=sys.stderr)
         return 2
     if args.leader_elect is not None:
         config.leader_election.leader_elect = args.leader_elect
     refusal = refuse_default_scheduler(config) if not args.allow_default_scheduler_name else None
+    refusal = refusal or refuse_shadow(config, args.shadow)
     if refusal:
         print(f"pyscheduler: {refusal}", file=sys.stderr)
         return 2
@@ -186,6 +217,7 @@ def main(args: argparse.Namespace) -> int:
         watches=watched_kinds(config, sources),
         features=features,
         tune_gc=True,
+        shadow=args.shadow,
     )
     return asyncio.run(app.run())
 
@@ -235,6 +267,14 @@ def refuse_default_scheduler(config: SchedulerConfiguration) -> str | None:
     return None
 
 
+def refuse_shadow(config: SchedulerConfiguration, shadow: str) -> str | None:
+    """Why ``--shadow`` cannot name this scheduler: its pods would be scheduled for real."""
+    names = [profile.scheduler_name for profile in config.profiles]
+    if shadow and shadow in names:
+        return f'refusing --shadow "{shadow}": it is one of pyscheduler\'s own profiles ({", ".join(names)})'
+    return None
+
+
 def available_plugins(config: SchedulerConfiguration, registry: Mapping[str, PluginFactory]) -> list[str]:
     """Drop default plugins this build does not have yet; returns their names (logged at start-up).
 
@@ -252,6 +292,14 @@ def available_plugins(config: SchedulerConfiguration, registry: Mapping[str, Plu
                 missing.add(ref.name)
         profile.plugins.multi_point = PluginSet(enabled=keep, disabled=list(multi.disabled))
     return sorted(missing)
+
+
+def without_plugins(config: SchedulerConfiguration, names: Sequence[str]) -> None:
+    """Take the plugins ``names`` out of every profile, at every extension point."""
+    for profile in config.profiles:
+        for attr, _ in EXTENSION_POINTS:
+            plugin_set = getattr(profile.plugins, attr)
+            plugin_set.enabled = [ref for ref in plugin_set.enabled if ref.name not in names]
 
 
 def check_profiles(
@@ -288,6 +336,7 @@ class SchedulerApp:
         features: FeatureGates = DEFAULT_FEATURES,
         tune_gc: bool = False,
         rng: random.Random | None = None,
+        shadow: str = "",
     ) -> None:
         """``rng`` breaks ties between equally scored nodes (``pyscheduler simulate`` seeds it so
         a simulation repeats); by default a fresh random one."""
@@ -296,6 +345,11 @@ class SchedulerApp:
         self.rng = rng
         # process-wide: only the process `pyscheduler run` starts (not tests running apps in theirs)
         self.tune_gc = tune_gc
+        refusal = refuse_shadow(config, shadow)
+        if refusal:
+            raise ValueError(refusal)
+        self.shadow_name = shadow  # shadow mode: the other scheduler whose pods are only decided
+        self.shadow: ShadowMode | None = None
         self.watches = list(watches)  # kinds plugins read beyond the built-in ones
         self.kubeconfig = kubeconfig or config.client_connection.kubeconfig or None
         self.serving = serving or ServingOptions()
@@ -322,6 +376,7 @@ class SchedulerApp:
         client_config = await load_client_config(self.kubeconfig)
         conn = self.config.client_connection
         self.client = KubeClient(client_config, qps=conn.qps, burst=conn.burst)
+        await self._check_workload_api()
         # As kube-scheduler's, events and the lease have clients (token buckets) of their own:
         # a burst of bindings that drains the main bucket delays neither an event nor a renewal.
         events_client = self.client.sibling(qps=conn.qps, burst=conn.burst)
@@ -349,6 +404,15 @@ class SchedulerApp:
         self.cache, self.queue, self.frameworks = parts.cache, parts.queue, parts.frameworks
         self.extenders = parts.extenders
         pod_events: Any = PodEvents(self.cache, self.queue, names, self._reject_waiting)
+        if parts.pod_groups is not None:  # GenericWorkload: members are known before the pod is queued
+            wake = self.features.enabled(GANG_SCHEDULING)
+            pod_events = parts.pod_groups.handler(pod_events, self.queue, wake_gangs=wake)
+        if self.shadow_name:
+            first = parts.frameworks[names[0]]
+            self.shadow = ShadowMode(
+                self.shadow_name, parts.scheduler, first, self.metrics.registry, busy=self._has_pods_ready
+            )
+            pod_events = ShadowPodEvents(self.shadow, pod_events)
         node_events: Any = NodeEvents(self.cache, self.queue)
         decode_pod: Callable[[dict[str, Any]], Pod] = Pod.from_dict
         decode_node: Callable[[dict[str, Any]], Node] = Node.from_dict
@@ -427,7 +491,54 @@ class SchedulerApp:
                 ("sched-handler-sync", self._handler_sync_check),
                 ("shutdown", self._shutdown_check),
             ],
+            routes=self._debug_routes(),
         )
+
+    def _has_pods_ready(self) -> bool:
+        """The scheduling loop runs here (no election, or leading) and has pods ready to pop:
+        shadow mode's decisions wait meanwhile."""
+        leading = self.elector is None or self.elector.is_leader
+        return leading and self.queue.pending()[ACTIVE] > 0
+
+    def _debug_routes(self) -> dict[str, Handler]:
+        """/debug/explain (and /debug/shadow in shadow mode), guarded as /metrics is."""
+        assert self.scheduler is not None, "the debug paths are set up after the scheduler"
+        routes: dict[str, Handler] = {
+            "/debug/explain": explain_handler(self.scheduler, self.pod_informer.store.get)
+        }
+        if self.shadow is not None:
+            routes["/debug/shadow"] = self.shadow.handle
+        return routes
+
+    async def _check_workload_api(self) -> None:
+        """With GenericWorkload, or a profile enabling a workload plugin, PodGroups are watched.
+        Where the cluster does not serve scheduling.k8s.io/v1alpha2 (alpha APIs are off on most
+        clusters) say so once and run without the workload plugins and the pod-group cycle."""
+        enabled = {name for profile in self.config.profiles for name in profile.plugins.enabled_names()}
+        if not self.features.enabled(GENERIC_WORKLOAD) and not enabled & set(WORKLOAD_PLUGINS):
+            return
+        try:
+            await self._served_path(PODGROUPS)
+        except MissingResource:
+            log.warning(
+                "the cluster does not serve %s: gang scheduling is off (GenericWorkload, GangScheduling "
+                "and TopologyAwareWorkloadScheduling), running without the plugins %s",
+                PODGROUPS,
+                ", ".join(WORKLOAD_PLUGINS),
+            )
+            self.features = FeatureGates(
+                {
+                    **self.features.overrides,
+                    GENERIC_WORKLOAD: False,
+                    GANG_SCHEDULING: False,
+                    TOPOLOGY_AWARE_WORKLOAD_SCHEDULING: False,
+                }
+            )
+            without_plugins(self.config, WORKLOAD_PLUGINS)
+            self.watches = [kind for kind in self.watches if kind != PODGROUPS]
+            return
+        if PODGROUPS not in self.watches:  # the pod-group cycle and the plugins read PodGroups
+            self.watches.append(PODGROUPS)
 
     async def _served_path(self, kind: str) -> str:
         """The collection path of a "group/version/plural" kind, once discovery answers (retried
@@ -525,6 +636,14 @@ class SchedulerApp:
             await self.close()
         return self.exit_code
 
+    async def load(self, timeout: float | None = None) -> bool:
+        """Build everything and fill the cache and the queue from the informers' initial lists,
+        serving and scheduling nothing (``pyscheduler explain``: read-only). False on timeout;
+        ``close()`` afterwards."""
+        await self._build()
+        self.informers.start()
+        return await self.informers.wait_synced(timeout)
+
     async def start(self) -> None:
         """Start the status server, the informers and the background loops (not scheduling)."""
         log.info(
@@ -550,6 +669,9 @@ class SchedulerApp:
 
     async def _lead_and_schedule(self) -> None:
         await self.informers.wait_synced()
+        if self.shadow is not None:  # deciding writes nothing: every replica shadows, leading or not
+            self.shadow.start(self.pod_informer.store.list())
+            self._spawn(self.shadow.run(), "shadow decisions")
         if self.tune_gc:
             _tune_garbage_collector()
         log.info(

@@ -16,9 +16,17 @@ from scheduler.api import Pod
 from scheduler.cache import Cache
 from scheduler.config import SchedulerConfiguration
 from scheduler.extender import ApiObjects, ExtenderConfigError, HTTPExtender, build_extenders
-from scheduler.features import DEFAULT_FEATURES, FeatureGates
+from scheduler.features import (
+    DEFAULT_FEATURES,
+    GENERIC_WORKLOAD,
+    TOPOLOGY_AWARE_WORKLOAD_SCHEDULING,
+    FeatureGates,
+)
 from scheduler.framework import ApiClient, ObjectLister, PluginFactory
 from scheduler.framework.clock import REAL_CLOCK, Clock
+from scheduler.gang.cycle import PodGroupCycle
+from scheduler.gang.members import PodGroupMembers
+from scheduler.gang.metrics import PodGroupMetrics
 from scheduler.queue import ProfilesPolicy, SchedulingQueue
 from scheduler.runtime import Framework, FrameworkError
 from scheduler.runtime.handle import FrameworkHandle
@@ -54,6 +62,8 @@ class SchedulerParts:
     extenders: list[HTTPExtender]  # closed at shutdown
     # what the pod and node informers keep for the extenders (None without extenders)
     api_objects: ApiObjects | None = None
+    # pod group membership, kept from the pod informer (None unless GenericWorkload is on)
+    pod_groups: PodGroupMembers | None = None
 
 
 def build_scheduler(
@@ -82,6 +92,8 @@ def build_scheduler(
         raise FrameworkError(f"couldn't build extenders: {exc}") from exc
     cache = Cache(metrics=metrics, clock=clock.now)
     queue: SchedulingQueue | None = None
+    listers = {} if listers is None else listers
+    members = PodGroupMembers(cache.assumed_node) if features.enabled(GENERIC_WORKLOAD) else None
 
     def the_queue() -> SchedulingQueue:
         assert queue is not None, "the queue is built right after the profiles"
@@ -100,6 +112,7 @@ def build_scheduler(
             activate=lambda pods: the_queue().activate(pods),
             clock=clock,
             extenders=extenders,
+            pod_groups=members,
         )
         try:
             framework = Framework(
@@ -136,4 +149,14 @@ def build_scheduler(
         rng=rng,
         extenders=extenders,
     )
-    return SchedulerParts(cache, queue, frameworks, scheduler, extenders, api_objects)
+    if members is not None:
+        scheduler.pod_groups = PodGroupCycle(
+            scheduler,
+            members,
+            listers,
+            client,
+            topology_aware=features.enabled(TOPOLOGY_AWARE_WORKLOAD_SCHEDULING),
+            metrics=PodGroupMetrics(metrics.registry) if metrics is not None else None,
+            rng=rng,
+        )
+    return SchedulerParts(cache, queue, frameworks, scheduler, extenders, api_objects, members)

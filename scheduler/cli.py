@@ -1,4 +1,5 @@
-"""Command line: `pyscheduler run | sim-cluster | demo | plugins | feature-gates | version`.
+"""Command line: `pyscheduler run | sim-cluster | demo | plugins | feature-gates | explain |
+snapshot | simulate | podgroup-controller | version`.
 
 Each subcommand lives in its own module exposing ``add_arguments(parser)`` and
 ``main(args) -> int``; the module is imported only when its subcommand runs, so
@@ -21,6 +22,13 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("scheduler.demo", "run the scheduler against a local simulated cluster and show placements"),
     "plugins": ("scheduler.plugins.listing", "list the plugins this installation can use, with their args"),
     "feature-gates": ("scheduler.features", "list the feature gates and their defaults"),
+    "explain": ("scheduler.explain.cli", "why a pod is pending or where it would go, and what would help"),
+    "snapshot": ("scheduler.simulate.snapshot_cli", "save a cluster's objects for `simulate` (read-only)"),
+    "simulate": ("scheduler.simulate.cli", "where the scheduler would put new pods, and how many more fit"),
+    "podgroup-controller": (
+        "scheduler.podgroup_controller.cli",
+        "keep the status of scheduler-plugins' PodGroups (a kopf operator)",
+    ),
 }
 
 

@@ -1,9 +1,11 @@
 """`pyscheduler demo`: the scheduler against a local simulated cluster, end to end.
 
-Starts the local API endpoint with nodes of mixed sizes in three zones plus a tainted GPU pool,
-runs the scheduler in-process against it over real HTTP, creates a Deployment for
-`pyscheduler`, one for `default-scheduler` (which must stay Pending and untouched) and a pod
-too big for any node, then prints where everything landed and why the big pod is pending.
+Starts the local API endpoint with nodes of mixed sizes in three zones, a tainted GPU pool and a
+node whose eight GPUs a simulated DRA driver (gpu.example.com) publishes, runs the scheduler
+in-process against it over real HTTP, creates a Deployment for `pyscheduler`, one for
+`default-scheduler` (which must stay Pending and untouched), a pod too big for any node and a
+pod claiming one GPU through a ResourceClaimTemplate, then prints where everything landed, why
+the big pod is pending and which device the GPU pod's claim was allocated.
 """
 
 from __future__ import annotations
@@ -50,6 +52,18 @@ NODE_TEMPLATE: dict[str, Any] = {
             "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}],
             "zones": ["zone-c"],
         },
+        {
+            "namePrefix": "dra-gpu-",
+            "count": 1,
+            "capacity": {"cpu": "16", "memory": "64Gi", "pods": "110"},
+            "zones": ["zone-a"],
+            "devices": {
+                "driver": "gpu.example.com",
+                "count": 8,
+                "attributes": {"model": "A100", "memory": 40},
+                "capacity": {"memory": "40Gi"},
+            },
+        },
     ]
 }
 
@@ -90,6 +104,48 @@ HUGE_POD: dict[str, Any] = {
 }
 
 
+# One GPU of the simulated driver's DeviceClass with at least 32 (GiB) of memory, per pod.
+GPU_TEMPLATE: dict[str, Any] = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "ResourceClaimTemplate",
+    "metadata": {"name": "single-gpu", "namespace": "default"},
+    "spec": {
+        "spec": {
+            "devices": {
+                "requests": [
+                    {
+                        "name": "gpu",
+                        "exactly": {
+                            "deviceClassName": "gpu.example.com",
+                            "selectors": [
+                                {"cel": {"expression": 'device.attributes["gpu.example.com"].memory >= 32'}}
+                            ],
+                        },
+                    }
+                ]
+            }
+        }
+    },
+}
+
+GPU_POD: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "trainer", "namespace": "default"},
+    "spec": {
+        "schedulerName": SCHEDULER_NAME,
+        "containers": [
+            {
+                "name": "train",
+                "image": "python:3.13",
+                "resources": {"requests": {"cpu": "1"}, "claims": [{"name": "gpu"}]},
+            }
+        ],
+        "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "single-gpu"}],
+    },
+}
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--replicas", type=int, default=12, help="replicas of the sample Deployment")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for placements")
@@ -121,6 +177,8 @@ async def run_demo(replicas: int, timeout: float) -> int:
                 await sim.create("deployments", deployment("web", replicas, SCHEDULER_NAME, "500m", "512Mi"))
                 await sim.create("deployments", deployment("legacy", 2, "default-scheduler", "100m", "64Mi"))
                 await sim.create("pods", HUGE_POD)
+                await sim.create("resourceclaimtemplates", GPU_TEMPLATE)
+                await sim.create("pods", GPU_POD)
                 ok = await _wait_for_placements(sim, replicas, timeout)
                 _report(sim)
             finally:
@@ -151,11 +209,54 @@ async def _wait_for_placements(sim: Any, replicas: int, timeout: float) -> bool:
         web = _app_pods(sim, "web")
         running = [p for p in web if (p.get("status") or {}).get("phase") == "Running"]
         huge = sim.store.get("pods", "default", "too-big")
-        if len(running) == replicas and _failed_condition(huge) is not None:
+        if len(running) == replicas and _failed_condition(huge) is not None and _gpu_pod_settled(sim):
             return True
         await asyncio.sleep(0.2)
     print("timed out waiting for the placements", file=sys.stderr)
     return False
+
+
+def _gpu_claim(sim: Any) -> dict[str, Any] | None:
+    """The claim the resource-claim controller made for the GPU pod, once recorded in its status."""
+    pod = sim.store.get("pods", "default", "trainer") or {}
+    for status in (pod.get("status") or {}).get("resourceClaimStatuses") or ():
+        if status.get("name") == "gpu" and status.get("resourceClaimName"):
+            found: dict[str, Any] | None = sim.store.get(
+                "resourceclaims", "default", status["resourceClaimName"]
+            )
+            return found
+    return None
+
+
+def _gpu_pod_settled(sim: Any) -> bool:
+    """Running with its claim allocated, or reported unschedulable."""
+    pod = sim.store.get("pods", "default", "trainer")
+    if _failed_condition(pod) is not None:
+        return True
+    claim = _gpu_claim(sim)
+    allocated = bool(((claim or {}).get("status") or {}).get("allocation"))
+    return allocated and ((pod or {}).get("status") or {}).get("phase") == "Running"
+
+
+def _report_gpu_pod(sim: Any) -> None:
+    pod = sim.store.get("pods", "default", "trainer") or {}
+    claim = _gpu_claim(sim)
+    status = (claim or {}).get("status") or {}
+    results = (status.get("allocation") or {}).get("devices", {}).get("results") or []
+    if results:
+        node = pod.get("spec", {}).get("nodeName", "<pending>")
+        devices = ", ".join(f"{r['driver']}/{r['pool']}/{r['device']}" for r in results)
+        reserved = ", ".join(r.get("name", "") for r in status.get("reservedFor") or ()) or "nobody"
+        print(f"\npod default/trainer runs on {node}; claim {claim['metadata']['name'] if claim else ''}:")
+        print(f"  allocated {devices}, reserved for {reserved}")
+        return
+    condition = _failed_condition(pod)
+    print("\npod default/trainer (one gpu.example.com device from template single-gpu) is pending:")
+    print(
+        f"  {condition['reason']}: {condition['message']}"
+        if condition
+        else "  (no PodScheduled condition yet)"
+    )
 
 
 def _report(sim: Any) -> None:
@@ -179,3 +280,4 @@ def _report(sim: Any) -> None:
         if condition
         else "  (no PodScheduled condition yet)"
     )
+    _report_gpu_pod(sim)

@@ -3,7 +3,9 @@
 Only the gates that change what the scheduler decides are known here. pyscheduler implements
 some of them both ways (``switchable``); the others it implements at their v1.36 default only,
 and asking for the other value is refused at start-up with a message saying so, just as a gate
-locked to its default upstream refuses to change.
+locked to its default upstream refuses to change. A few defaults are only partly implemented
+(``gap``, shown by ``pyscheduler feature-gates``): what they leave out is refused with a reason
+naming the feature, never decided wrongly.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ BETA = "BETA"
 GA = ""  # upstream prints no stage for GA gates
 
 OPPORTUNISTIC_BATCHING = "OpportunisticBatching"
+GENERIC_WORKLOAD = "GenericWorkload"
+GANG_SCHEDULING = "GangScheduling"
+TOPOLOGY_AWARE_WORKLOAD_SCHEDULING = "TopologyAwareWorkloadScheduling"
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,22 +30,24 @@ class Gate:
     stage: str
     locked: bool = False  # upstream's LockToDefault
     switchable: bool = False  # pyscheduler implements both values
+    # what of the gate's default pyscheduler does not do yet ("" = all of it); the table says so
+    gap: str = ""
 
 
 KNOWN: dict[str, Gate] = {
     "ClearingNominatedNodeNameAfterBinding": Gate(True, BETA),
     "DRAAdminAccess": Gate(True, GA, locked=True),
-    "DRAConsumableCapacity": Gate(True, BETA),
-    "DRADeviceBindingConditions": Gate(True, BETA),
+    "DRAConsumableCapacity": Gate(True, BETA, gap="a claim asking for device capacity is unschedulable"),
+    "DRADeviceBindingConditions": Gate(True, BETA, gap="devices with binding conditions are not offered"),
     "DRADeviceTaints": Gate(True, BETA),
-    "DRAExtendedResource": Gate(True, BETA),
+    "DRAExtendedResource": Gate(True, BETA, gap="extended resources are not allocated from DRA devices"),
     "DRANodeAllocatableResources": Gate(False, ALPHA),
-    "DRAPartitionableDevices": Gate(True, BETA),
+    "DRAPartitionableDevices": Gate(True, BETA, gap="partitionable devices are not offered"),
     "DRAPrioritizedList": Gate(True, GA),
     "DRASchedulerFilterTimeout": Gate(True, BETA),
     "DynamicResourceAllocation": Gate(True, GA, locked=True),
-    "GangScheduling": Gate(False, ALPHA),
-    "GenericWorkload": Gate(False, ALPHA),
+    GANG_SCHEDULING: Gate(False, ALPHA, switchable=True),
+    GENERIC_WORKLOAD: Gate(False, ALPHA, switchable=True),
     "InPlacePodLevelResourcesVerticalScaling": Gate(True, BETA),
     "InPlacePodVerticalScaling": Gate(True, GA, locked=True),
     "MatchLabelKeysInPodAffinity": Gate(True, GA, locked=True),
@@ -55,8 +62,15 @@ KNOWN: dict[str, Gate] = {
     "SchedulerQueueingHints": Gate(True, GA, locked=True),
     "StorageCapacityScoring": Gate(False, ALPHA),
     "TaintTolerationComparisonOperators": Gate(False, ALPHA),
-    "TopologyAwareWorkloadScheduling": Gate(False, ALPHA),
+    TOPOLOGY_AWARE_WORKLOAD_SCHEDULING: Gate(False, ALPHA, switchable=True),
     "VolumeAttributesClass": Gate(True, GA, locked=True),
+}
+
+
+# A gate that is on needs these on too (upstream's feature dependencies, as far as KNOWN goes).
+DEPENDENCIES: dict[str, tuple[str, ...]] = {
+    GANG_SCHEDULING: (GENERIC_WORKLOAD,),
+    TOPOLOGY_AWARE_WORKLOAD_SCHEDULING: (GENERIC_WORKLOAD,),
 }
 
 
@@ -104,7 +118,14 @@ class FeatureGates:
                     f"({name}={_go_bool(gate.default)})"
                 )
             overrides[name] = value
-        return cls(overrides)
+        gates = cls(overrides)
+        for name, needs in sorted(DEPENDENCIES.items()):
+            off = [need for need in needs if not gates.enabled(need)]
+            if gates.enabled(name) and off:
+                raise FeatureGateError(
+                    f"{name} is enabled, but depends on features that are disabled: [{' '.join(off)}]"
+                )
+        return gates
 
     def describe(self) -> dict[str, bool]:
         """Every known gate and its value, for /configz and the start-up log."""
@@ -135,11 +156,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    rows = [("NAME", "DEFAULT", "STAGE", "PYSCHEDULER")]
+    rows = [("NAME", "DEFAULT", "STAGE", "PYSCHEDULER", "NOT YET")]
     for name in sorted(KNOWN):
         gate = KNOWN[name]
         honoured = "both values" if gate.switchable else f"only {_go_bool(gate.default)}"
-        rows.append((name, _go_bool(gate.default), gate.stage or "GA", honoured))
+        rows.append((name, _go_bool(gate.default), gate.stage or "GA", honoured, gate.gap))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())

@@ -34,6 +34,7 @@ from scheduler.framework import (
     NodeLister,
     NodeTable,
     PostFilterResult,
+    PreFilterResult,
     QueuedPodInfo,
     Status,
 )
@@ -153,6 +154,11 @@ class ScheduleResult:
     feasible_nodes: int
 
 
+class PodGroupScheduler(Protocol):
+    async def schedule(self, info: QueuedPodInfo) -> None:
+        """One cycle for the whole pod group of the popped pod ``info``."""
+
+
 class Scheduler:
     """Pops pods from the queue, decides, assumes, and hands them to binding tasks."""
 
@@ -183,6 +189,8 @@ class Scheduler:
         self.extenders = tuple(extenders)  # shared by the profiles, ignorable ones last
         # where the next search for feasible nodes starts, so every node gets its turn
         self._next_start_index = 0
+        # GenericWorkload: the pod-group cycle (scheduler.gang.cycle) schedules pods of a PodGroup
+        self.pod_groups: PodGroupScheduler | None = None
 
     # ------------------------------------------------------------------ loop
 
@@ -227,6 +235,9 @@ class Scheduler:
 
         Only extender calls suspend it; until the pod is decided the cache is held."""
         pod = info.pod
+        if pod.pod_group and self.pod_groups is not None:
+            await self.pod_groups.schedule(info)  # its bindings hold no binding slot
+            return False
         fwk = self.frameworks.get(pod.scheduler_name)
         if fwk is None or pod.is_terminating or self.cache.is_assumed(pod.uid):
             if fwk is not None and pod.is_terminating:
@@ -241,6 +252,7 @@ class Scheduler:
         state.record_plugin_metrics = self.metrics is not None and self.metrics.should_sample_plugins()
         cycle = self.queue.scheduling_cycle()
         post: tuple[PostFilterResult | None, Status | None] | None = None
+        await self.cache.until_released()  # explain or shadow mode may hold it for extenders
         with self.cache.held():
             result = await self.schedule_pod(fwk, state, pod)
             if isinstance(result, FitError) and fwk.post_filter_plugins:
@@ -296,7 +308,7 @@ class Scheduler:
         else:
             self.queue.delete_nominated_pod(pod)
 
-    def _nominated_to_respect(self, pod: Pod) -> dict[str, list[Pod]]:
+    def nominated_to_respect(self, pod: Pod) -> dict[str, list[Pod]]:
         """Per node, the nominated pods ``pod`` must leave room for (usually none)."""
         nominated: dict[str, list[Pod]] = {}
         for node in self.queue.nominated_node_names():
@@ -306,8 +318,27 @@ class Scheduler:
         return nominated
 
     def _binding_done(self, task: asyncio.Task[None]) -> None:
-        self._bindings.discard(task)
         self._binding_slots.release()
+        self._unslotted_binding_done(task)
+
+    def bind_in_background(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        info: QueuedPodInfo,
+        assumed: Pod,
+        result: ScheduleResult,
+        start: float,
+        cycle: int,
+    ) -> None:
+        """The binding cycle of a pod the pod-group cycle placed (holding no binding slot: the
+        group's members are bound together)."""
+        task = asyncio.create_task(self._binding_cycle(fwk, state, info, assumed, result, start, cycle))
+        self._bindings.add(task)
+        task.add_done_callback(self._unslotted_binding_done)
+
+    def _unslotted_binding_done(self, task: asyncio.Task[None]) -> None:
+        self._bindings.discard(task)
         if not task.cancelled() and task.exception() is not None:
             log.error("binding task failed", exc_info=task.exception())
 
@@ -326,19 +357,14 @@ class Scheduler:
         if status is not None and not status.is_rejected:
             return status
         if status is not None:
-            diagnosis = Diagnosis(
-                absent_nodes_status=status, pre_filter_msg=status.message(), unschedulable_plugins=plugins
-            )
-            if status.code == Code.PENDING:
-                diagnosis.pending_plugins, diagnosis.unschedulable_plugins = plugins, set()
-            return FitError(num_nodes, diagnosis)
+            return FitError(num_nodes, pre_filter_diagnosis(status, plugins))
 
         batch, signature, hint = fwk.batch, None, ""
         cycle = self.queue.scheduling_cycle()
         if batch is not None:
             signature = fwk.sign_pod(state, pod)
             hint = batch.node_hint(pod, signature, state, cycle, snapshot)
-        nominated = self._nominated_to_respect(pod)
+        nominated = self.nominated_to_respect(pod)
         # A preemptor's nominated node, else the batch's hint, is tried first and taken if it fits.
         if pod.nominated_node_name or hint:
             name = pod.nominated_node_name or hint
@@ -351,14 +377,7 @@ class Scheduler:
         order = snapshot.order
         start_index = self._next_start_index % num_nodes
         candidates = np.concatenate((order[start_index:], order[:start_index])) if start_index else order
-        absent_status = None
-        if pre_result is not None and pre_result.node_names is not None:
-            wanted = [snapshot.get(name) for name in pre_result.node_names]
-            wanted_slots = {info.slot for info in wanted if info is not None}
-            candidates = np.array([s for s in candidates.tolist() if s in wanted_slots], dtype=np.int64)
-            absent_status = Status.unresolvable(
-                f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(plugins))}]"
-            )
+        candidates, absent_status = narrow_to_pre_filter_result(snapshot, candidates, pre_result, plugins)
 
         search = find_nodes_that_pass_filters(
             fwk, state, pod, snapshot, candidates, nominated, self.extenders
@@ -380,13 +399,9 @@ class Scheduler:
             filtered_out = len(nodes) != len(feasible)
             feasible = np.fromiter((info.slot for info in nodes), dtype=np.int64, count=len(nodes))
         if len(feasible) == 0:
-            diagnosis = rejections.to_diagnosis(table)
-            diagnosis.node_to_status.update(extender_statuses)
-            diagnosis.absent_nodes_status = absent_status
-            diagnosis.unschedulable_plugins |= plugins if absent_status else set()
-            if filtered_out:
-                # extenders register no cluster events: any event may help the pod (as upstream)
-                diagnosis.unschedulable_plugins.add(EXTENDER_NAME)
+            diagnosis = no_fit_diagnosis(
+                rejections, table, extender_statuses, absent_status, plugins, filtered_out
+            )
             return FitError(num_nodes, diagnosis)
         evaluated = len(feasible) + rejections.count() + len(extender_statuses)
         if len(feasible) == 1:
@@ -532,8 +547,12 @@ class Scheduler:
             info.unschedulable_plugins = set(fit.diagnosis.unschedulable_plugins)
             info.pending_plugins = set(fit.diagnosis.pending_plugins)
             log.info("unable to schedule pod %s; no fit; waiting: %s", pod.key, message)
+        elif rejected:  # e.g. a member of a pod group that cannot be placed whole
+            info.unschedulable_plugins = {status.plugin} if status.plugin else set()
+            info.pending_plugins = set()
+            log.info("unable to schedule pod %s; waiting: %s", pod.key, message)
         else:
-            info.unschedulable_plugins = {status.plugin} if rejected and status.plugin else set()
+            info.unschedulable_plugins = set()
             info.pending_plugins = set()
             log.warning("error scheduling pod %s; retrying: %s", pod.key, message)
         # Backoff grows with consecutive errors while they last, else with rejections (upstream v1.36).
@@ -607,6 +626,49 @@ def _condition_unchanged(pod: Pod, condition: Mapping[str, Any]) -> bool:
 # ---------------------------------------------------------------------- the search for nodes
 
 
+def pre_filter_diagnosis(status: Status, plugins: set[str]) -> Diagnosis:
+    """Why no node fits when a PreFilter plugin rejected the pod (every node shares its status)."""
+    diagnosis = Diagnosis(
+        absent_nodes_status=status, pre_filter_msg=status.message(), unschedulable_plugins=plugins
+    )
+    if status.code == Code.PENDING:
+        diagnosis.pending_plugins, diagnosis.unschedulable_plugins = plugins, set()
+    return diagnosis
+
+
+def narrow_to_pre_filter_result(
+    snapshot: NodeLister, candidates: np.ndarray, pre_result: PreFilterResult | None, plugins: set[str]
+) -> tuple[np.ndarray, Status | None]:
+    """The candidates (in their order) a PreFilterResult keeps, and the status of the nodes it
+    leaves out (None when it keeps them all)."""
+    if pre_result is None or pre_result.node_names is None:
+        return candidates, None
+    wanted = [snapshot.get(name) for name in pre_result.node_names]
+    wanted_slots = {info.slot for info in wanted if info is not None}
+    kept = np.array([s for s in candidates.tolist() if s in wanted_slots], dtype=np.int64)
+    return kept, Status.unresolvable(f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(plugins))}]")
+
+
+def no_fit_diagnosis(
+    rejections: Rejections,
+    table: NodeTable,
+    extender_statuses: Mapping[str, Status],
+    absent_status: Status | None,
+    plugins: set[str],
+    filtered_out: bool,
+) -> Diagnosis:
+    """Why no node fits after the search: the filters' and extenders' verdicts per node, the status
+    of the nodes a PreFilterResult left out, and the plugins whose events may help."""
+    diagnosis = rejections.to_diagnosis(table)
+    diagnosis.node_to_status.update(extender_statuses)
+    diagnosis.absent_nodes_status = absent_status
+    diagnosis.unschedulable_plugins |= plugins if absent_status else set()
+    if filtered_out:
+        # extenders register no cluster events: any event may help the pod (as upstream)
+        diagnosis.unschedulable_plugins.add(EXTENDER_NAME)
+    return diagnosis
+
+
 def find_nodes_that_pass_filters(
     fwk: Framework,
     state: CycleState,
@@ -615,8 +677,10 @@ def find_nodes_that_pass_filters(
     candidates: np.ndarray,
     nominated: Mapping[str, Sequence[Pod]],
     extenders: Sequence[Extender] = (),
+    num_to_find: int | None = None,
 ) -> Search:
-    """Feasible slots among ``candidates`` (in their order), stopping once enough are found.
+    """Feasible slots among ``candidates`` (in their order), stopping once enough are found
+    (``num_to_find``, by default what percentageOfNodesToScore asks; explain asks for all).
 
     Candidates are taken in chunks (twice the number to find, then doubling), so a mostly
     empty cluster never pays for filtering every node. In each chunk the batch filters run
@@ -628,9 +692,10 @@ def find_nodes_that_pass_filters(
     started = time.perf_counter()
     table = snapshot.table
     search = Search()
-    num_to_find = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score, len(candidates))
-    if not fwk.score_plugins and not any(e.is_filter() or e.is_prioritizer() for e in extenders):
-        num_to_find = min(1, len(candidates))
+    if num_to_find is None:
+        num_to_find = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score, len(candidates))
+        if not fwk.score_plugins and not any(e.is_filter() or e.is_prioritizer() for e in extenders):
+            num_to_find = min(1, len(candidates))
     batch_plugins, per_node = fwk.filter_plugins_in_play(state)
     every_filter = [*batch_plugins, *per_node]
     held = {info.slot for name, pods in nominated.items() if pods and (info := snapshot.get(name))}

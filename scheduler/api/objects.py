@@ -66,10 +66,14 @@ class Pod:
     tolerations: tuple[Toleration, ...] = ()
     host_ports: tuple[HostPort, ...] = ()
     scheduling_gates: tuple[str, ...] = ()
+    # spec.schedulingGroup.podGroupName: the scheduling.k8s.io/v1alpha2 PodGroup the pod belongs to
+    pod_group: str = ""
     volumes: tuple[Mapping[str, Any], ...] = ()
     topology_spread_constraints: tuple[Mapping[str, Any], ...] = ()
     images: tuple[str, ...] = ()
     resource_claims: tuple[Mapping[str, Any], ...] = ()
+    # status.resourceClaimStatuses: the claims generated from templates, by pod claim name
+    resource_claim_statuses: tuple[Mapping[str, Any], ...] = ()
     conditions: tuple[Mapping[str, Any], ...] = ()
     # spec facts NodeDeclaredFeatures infers node feature requirements from
     host_network: bool = False
@@ -148,10 +152,12 @@ class Pod:
                 tolerations=tuple(Toleration.parse(t) for t in spec.get("tolerations") or ()),
                 host_ports=host_ports,
                 scheduling_gates=tuple(g["name"] for g in spec.get("schedulingGates") or ()),
+                pod_group=str((spec.get("schedulingGroup") or {}).get("podGroupName") or ""),
                 volumes=tuple(spec.get("volumes") or ()),
                 topology_spread_constraints=tuple(spec.get("topologySpreadConstraints") or ()),
                 images=tuple(c["image"] for c in (*init_containers, *containers) if c.get("image")),
                 resource_claims=tuple(spec.get("resourceClaims") or ()),
+                resource_claim_statuses=tuple(status.get("resourceClaimStatuses") or ()),
                 conditions=tuple(status.get("conditions") or ()),
                 host_network=bool(spec.get("hostNetwork")),
                 host_users=spec.get("hostUsers"),

@@ -17,6 +17,7 @@ upstream's cycle sees the snapshot it took at its start.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import logging
@@ -95,6 +96,8 @@ class Cache:
         self._changed_nodes: set[str] = set()
         # changes waiting for a holding cycle to finish (None: not held)
         self._deferred: list[Callable[[], Any]] | None = None
+        self._released = asyncio.Event()  # set whenever the cache is not held
+        self._released.set()
         self._report()
 
     @contextlib.contextmanager
@@ -104,15 +107,24 @@ class Cache:
         if self._deferred is not None:
             raise CacheError("the cache is already held by a scheduling cycle")
         self._deferred = []
+        self._released.clear()
         try:
             yield
         finally:
             deferred, self._deferred = self._deferred, None
+            self._released.set()
             for change in deferred:
                 try:
                     change()
                 except Exception:
                     log.exception("a cache change made while a scheduling cycle held the cache failed")
+
+    async def until_released(self) -> None:
+        """Return once nobody holds the cache, at once (without yielding) when nobody does, so
+        that ``held()`` right after it cannot fail. Whoever holds it while awaiting (a cycle
+        waiting for its extenders, explain, shadow mode) makes the others wait their turn."""
+        while self._deferred is not None:
+            await self._released.wait()
 
     # ------------------------------------------------------------------ nodes
 
@@ -238,6 +250,18 @@ class Cache:
     @_deferred_while_held
     def forget_pod(self, pod: Pod) -> None:
         """Undo :meth:`assume_pod` (binding failed). A pod already confirmed stays."""
+        self._forget(pod)
+
+    def undo_assume(self, pod: Pod) -> None:
+        """Undo an :meth:`assume_pod` of the running cycle at once, even while it holds the cache:
+        the pod-group cycle tries a group's placements and takes them back before deciding."""
+        self._forget(pod)
+
+    def assumed_node(self, uid: str) -> str:
+        """The node an assumed pod is accounted on ("" when the pod is not assumed)."""
+        return self._pods[uid].pod.node_name if uid in self._assumed else ""
+
+    def _forget(self, pod: Pod) -> None:
         state = self._pods.get(pod.uid)
         if state is None or not state.assumed:
             log.warning("pod %s was not assumed, so it cannot be forgotten", pod.key)

@@ -43,7 +43,7 @@ import unicodedata
 import urllib.parse
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -444,6 +444,8 @@ class ClientConfig:
     # What error messages name: 'cluster "c" in /path/kubeconfig', 'user "u" in ...'.
     cluster_origin: str = "the cluster"
     user_origin: str = "the user"
+    # the context's namespace (the service account's in a pod): kubectl's default for -n
+    namespace: str = ""
 
     @property
     def https(self) -> bool:
@@ -582,12 +584,17 @@ def in_cluster_config(
         ca = None
     host = f"[{host}]" if ":" in host else host
     origin = f"the service account in {directory}"
+    try:
+        namespace = (directory / "namespace").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        namespace = ""
     return ClientConfig(
         server=f"https://{host}:{port}",
         certificate_authority=ca,
         credentials=token,
         cluster_origin=origin,
         user_origin=origin,
+        namespace=namespace,
     )
 
 
@@ -683,6 +690,7 @@ async def load_kubeconfig(
     cluster = _referenced(merged, chosen, "cluster", merged.clusters)
     user = _referenced(merged, chosen, "user", merged.users)
     config = _client_config(cluster, user, clock=clock, token_file_period=token_file_period)
+    config = replace(config, namespace=chosen.string("namespace") or "")
     if isinstance(config.credentials, ExecPlugin):
         try:
             await config.credentials.authorization()

@@ -9,6 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from scheduler.features import (
+    DEFAULT_FEATURES,
+    GANG_SCHEDULING,
+    TOPOLOGY_AWARE_WORKLOAD_SCHEDULING,
+    FeatureGates,
+)
+
 from .args import (
     ARGS_TYPES,
     NodeResourcesBalancedAllocationArgs,
@@ -55,9 +62,15 @@ DEFAULT_PLUGINS: tuple[PluginRef, ...] = (
 )
 
 
-def default_plugins() -> Plugins:
-    """A fresh Plugins holding only the default MultiPoint set."""
-    return Plugins(multi_point=PluginSet(enabled=list(DEFAULT_PLUGINS)))
+def default_plugins(features: FeatureGates = DEFAULT_FEATURES) -> Plugins:
+    """A fresh Plugins holding only the default MultiPoint set, with what the gates in force add
+    (upstream's applyFeatureGates: the workload plugins after the base list)."""
+    enabled = list(DEFAULT_PLUGINS)
+    if features.enabled(GANG_SCHEDULING):
+        enabled.append(PluginRef("GangScheduling"))
+    if features.enabled(TOPOLOGY_AWARE_WORKLOAD_SCHEDULING):
+        enabled += [PluginRef("TopologyPlacementGenerator"), PluginRef("PodGroupPodsCount", 1)]
+    return Plugins(multi_point=PluginSet(enabled=enabled))
 
 
 def merge_plugin_set(default: PluginSet, custom: PluginSet) -> PluginSet:
@@ -138,6 +151,7 @@ def apply_defaults(
     config: SchedulerConfiguration,
     custom_plugins: list[Plugins | None],
     plugin_args: Mapping[str, type] | None = None,
+    features: FeatureGates = DEFAULT_FEATURES,
 ) -> None:
     """Fill in the defaulted parts of a decoded configuration, in place.
 
@@ -146,5 +160,5 @@ def apply_defaults(
     args type but no pluginConfig gets its defaults (an error for fields without one).
     """
     for i, (profile, custom) in enumerate(zip(config.profiles, custom_plugins, strict=True)):
-        profile.plugins = merge_plugins(default_plugins(), custom)
+        profile.plugins = merge_plugins(default_plugins(features), custom)
         _default_profile(errs, index("profiles", i), profile, plugin_args or {})

@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from scheduler.features import DEFAULT_FEATURES, FeatureGates
+
 from .args import decode_args
 from .decode import (
     as_bool,
@@ -72,13 +74,17 @@ _CLIENT_CONNECTION_FIELDS = ("kubeconfig", "acceptContentTypes", "contentType", 
 _PROFILE_FIELDS = ("schedulerName", "percentageOfNodesToScore", "plugins", "pluginConfig")
 
 
-def default_config(plugin_args: Mapping[str, type] | None = None) -> SchedulerConfiguration:
+def default_config(
+    plugin_args: Mapping[str, type] | None = None, features: FeatureGates = DEFAULT_FEATURES
+) -> SchedulerConfiguration:
     """The configuration used without --config: one `pyscheduler` profile, all defaults."""
-    return parse_config({"apiVersion": API_VERSION, "kind": KIND}, plugin_args)
+    return parse_config({"apiVersion": API_VERSION, "kind": KIND}, plugin_args, features)
 
 
 def load_config(
-    path: str | os.PathLike[str], plugin_args: Mapping[str, type] | None = None
+    path: str | os.PathLike[str],
+    plugin_args: Mapping[str, type] | None = None,
+    features: FeatureGates = DEFAULT_FEATURES,
 ) -> SchedulerConfiguration:
     """Read, default and validate a YAML or JSON config file.
 
@@ -100,20 +106,23 @@ def load_config(
         data = {}
     if not isinstance(data, Mapping):
         raise ConfigError(where, "must hold a KubeSchedulerConfiguration object")
-    return parse_config(data, plugin_args)
+    return parse_config(data, plugin_args, features)
 
 
 def parse_config(
-    data: Mapping[str, Any], plugin_args: Mapping[str, type] | None = None
+    data: Mapping[str, Any],
+    plugin_args: Mapping[str, type] | None = None,
+    features: FeatureGates = DEFAULT_FEATURES,
 ) -> SchedulerConfiguration:
-    """Decode (strictly), default and validate an already-parsed config document."""
+    """Decode (strictly), default and validate an already-parsed config document; the default
+    plugin set depends on the feature gates in force (``features``)."""
     errs = FieldErrors()
     if not isinstance(data, Mapping):
         raise ConfigError("", "the configuration must be a KubeSchedulerConfiguration object")
     plugin_args = plugin_args or {}
     _check_type_meta(errs, data)
     config, custom_plugins = _decode_configuration(errs, data, plugin_args)
-    apply_defaults(errs, config, custom_plugins, plugin_args)
+    apply_defaults(errs, config, custom_plugins, plugin_args, features)
     validate_configuration(errs, config)
     errs.raise_if_any()
     return config

@@ -142,6 +142,9 @@ CSI_NODE = "storage.k8s.io/CSINode"
 CSI_DRIVER = "storage.k8s.io/CSIDriver"
 CSI_STORAGE_CAPACITY = "storage.k8s.io/CSIStorageCapacity"
 VOLUME_ATTACHMENT = "storage.k8s.io/VolumeAttachment"
+RESOURCE_CLAIM = "resource.k8s.io/ResourceClaim"
+RESOURCE_SLICE = "resource.k8s.io/ResourceSlice"
+DEVICE_CLASS = "resource.k8s.io/DeviceClass"
 WILDCARD = "*"
 
 
@@ -339,6 +342,30 @@ class WaitingPods(Protocol):
     def __len__(self) -> int: ...
 
 
+class PodGroupState(Protocol):
+    """The known pods of one scheduling.k8s.io/v1alpha2 PodGroup (members name it in
+    ``spec.schedulingGroup.podGroupName``), as the scheduler sees them right now."""
+
+    @property
+    def all_count(self) -> int:
+        """Every member the scheduler knows: pending, assumed and bound."""
+
+    def scheduled_uids(self) -> set[str]:
+        """The uids of the members bound or assumed (cheaper than ``scheduled_pods``)."""
+
+    def scheduled_pods(self) -> list[Pod]:
+        """Members bound or assumed (each with the node it is placed on)."""
+
+    def unscheduled_pods(self) -> list[Pod]:
+        """Members neither bound nor assumed."""
+
+
+class PodGroups(Protocol):
+    """Pod group membership (upstream's PodGroupManager); empty unless GenericWorkload is on."""
+
+    def get(self, namespace: str, name: str) -> PodGroupState | None: ...
+
+
 class PluginMetrics(Protocol):
     """What plugins report beyond their own latency (upstream's plugin-specific metrics)."""
 
@@ -438,6 +465,10 @@ class Handle(Protocol):
 
     def activate_pods(self, pods: Iterable[Pod]) -> None:
         """Move these pending pods to the active queue now (e.g. once a preemption is done)."""
+
+    @property
+    def pod_groups(self) -> PodGroups:
+        """Members of scheduling.k8s.io/v1alpha2 pod groups, by namespace and group name."""
 
     def lister(self, resource: str) -> ObjectLister:
         """The watched objects of a kind: a built-in by plural name ("persistentvolumeclaims",

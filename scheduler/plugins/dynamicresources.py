@@ -1,58 +1,132 @@
-"""DynamicResources, as far as pods without resource claims need it.
+"""DynamicResources: pods with ResourceClaims get devices, as kube-scheduler v1.36.2 allocates them.
 
-Dynamic resource allocation (ResourceClaims, DeviceClasses, ResourceSlices) is not implemented
-by pyscheduler yet. What is implemented is what the default profile shows for every other pod:
-PreFilter skips pods without claims, and PostFilter reports upstream's sentence
-``no new claims to deallocate`` in the FailedScheduling message. A pod that does use claims is
-rejected as unresolvable with a message saying so, rather than being placed on a node whose
-devices were never allocated to it.
+PreEnqueue holds a pod until its claims exist (generated ones too); PreFilter reads the pod's
+claims, checks their device classes and prepares one allocator for the cycle over the
+ResourceSlices and every device already allocated (assumed allocations included); Filter
+allocates the unallocated claims on each node (and checks the node selector of allocated ones);
+Score prefers nodes where firstAvailable requests got an earlier alternative; Reserve assumes the
+node's allocation in the claim tracker, so the next pod's cycle already sees those devices taken;
+Unreserve takes it back; PreBind writes ``status.allocation`` and adds the pod to
+``status.reservedFor`` (shared claims: only the latter); PostFilter deallocates an allocated claim
+that kept the pod off every node, when no other pod uses it. Messages are upstream's.
+
+Not implemented yet, reported instead of allocated wrongly: devices that need partitionable
+devices, consumable capacity or binding conditions are never offered (see scheduler.dra.model),
+and a claim asking for device capacity is unschedulable naming DRAConsumableCapacity. Extended
+resources backed by DRA (DRAExtendedResource) are not handled yet.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import asyncio
+import copy
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+import numpy as np
+
 from scheduler.api import Pod
+from scheduler.api.selectors import NodeSelector, SelectorError
+from scheduler.config import DynamicResourcesArgs
+from scheduler.dra.allocator import (
+    AllocationTimeout,
+    Allocator,
+    ClaimError,
+    NodeAllocation,
+    NodeFailure,
+    claim_ref,
+)
+from scheduler.dra.cel import SelectorCache
+from scheduler.dra.claims import (
+    ClaimProblem,
+    ClaimTracker,
+    UnsupportedClaim,
+    allocation_of,
+    can_be_reserved,
+    claim_key,
+    claim_name,
+    claim_uid,
+    is_for_pod,
+    is_reserved_for_pod,
+    reserved_for,
+)
+from scheduler.dra.model import CONSUMABLE_CAPACITY, SliceParser
 from scheduler.framework import (
+    ActionType,
+    ClusterEvent,
     ClusterEventWithHint,
     CycleState,
     Diagnosis,
+    Handle,
+    NodeInfo,
     NodeLister,
     PostFilterResult,
     PreFilterResult,
+    QueueingHint,
     SignFragment,
     Status,
 )
+from scheduler.framework.interface import DEVICE_CLASS, NODE, POD, RESOURCE_CLAIM, RESOURCE_SLICE
 from scheduler.plugins import names
+from scheduler.plugins.helper import default_normalize_score
+
+log = logging.getLogger(__name__)
 
 NO_CLAIMS_TO_DEALLOCATE = "no new claims to deallocate"
 NOT_SIGNABLE = "pods with dra resource claims are not signable"
-CLAIMS_NOT_SUPPORTED = "pod uses resource claims, which pyscheduler does not allocate (DRA is not supported)"
+CANNOT_ALLOCATE = "cannot allocate all claims"
+NOT_AVAILABLE = "resourceclaim not available on the node"
+DEALLOCATED = "deallocation of ResourceClaim completed"
+STILL_NOT_SCHEDULABLE = "still not schedulable"
+FINALIZER = "resource.kubernetes.io/delete-protection"
+FIRST_AVAILABLE_MAX_SIZE = 8  # upstream's FirstAvailableDeviceRequestMaxSize
+CONFLICT_RETRIES = 5
+
+_STATE_KEY = names.DYNAMIC_RESOURCES
+CLAIMS = "resourceclaims"
+SLICES = "resourceslices"
+CLASSES = "deviceclasses"
+
+
+@dataclass(slots=True)
+class _State:
+    """What PreFilter found out about the pod's claims, for the later extension points."""
+
+    claims: list[Mapping[str, Any]] = field(default_factory=list)
+    available_on: list[NodeSelector | None] = field(default_factory=list)
+    allocator: Allocator | None = None
+    by_node: dict[str, NodeAllocation] = field(default_factory=dict)
+    unavailable: set[int] = field(default_factory=set)
+    allocations: dict[int, dict[str, Any]] = field(default_factory=dict)  # claim index -> Reserve's
+
+    def clone(self) -> _State:
+        return self  # shared, as upstream's: Filter results stay valid in preemption's dry runs
+
+    def to_allocate(self) -> list[int]:
+        return [i for i, claim in enumerate(self.claims) if allocation_of(claim) is None]
 
 
 class DynamicResources:
     name: ClassVar[str] = names.DYNAMIC_RESOURCES
 
-    def __init__(self, args: Any, handle: Any) -> None:
+    def __init__(self, args: DynamicResourcesArgs | None, handle: Handle) -> None:
         self._handle = handle
+        # DRASchedulerFilterTimeout (beta, on): how long one node's allocation may search
+        self._filter_timeout = (args or DynamicResourcesArgs()).filter_timeout
+        self._tracker: ClaimTracker | None = None
+        self._slices = SliceParser()
+        self._selectors = SelectorCache()
+        self._reported_slices: set[str] = set()
+        self._background: set[asyncio.Task[None]] = set()
 
-    def pre_filter(
-        self, state: CycleState, pod: Pod, nodes: NodeLister
-    ) -> tuple[PreFilterResult | None, Status | None]:
-        if not pod.resource_claims:
-            return None, Status.skip()
-        return None, Status.unresolvable(CLAIMS_NOT_SUPPORTED)
-
-    def filter(self, state: CycleState, pod: Pod, node_info: Any) -> Status | None:
-        # Only reached for pods with claims, which PreFilter already rejected.
-        return Status.unresolvable(CLAIMS_NOT_SUPPORTED) if pod.resource_claims else None
-
-    def post_filter(
-        self, state: CycleState, pod: Pod, diagnosis: Diagnosis
-    ) -> tuple[PostFilterResult | None, Status | None]:
-        # No claims are ever allocated here, so there is never one to free for this pod.
-        return None, Status.unschedulable(NO_CLAIMS_TO_DEALLOCATE)
+    @property
+    def tracker(self) -> ClaimTracker:
+        # built on first use: the listers exist once the informers do, after the profiles
+        if self._tracker is None:
+            self._tracker = ClaimTracker(self._handle.lister(CLAIMS))
+        return self._tracker
 
     def sign_pod(self, pod: Pod) -> tuple[Sequence[SignFragment], Status | None]:
         """A pod with resource claims is not signed (as upstream, which cannot yet tell which
@@ -61,6 +135,410 @@ class DynamicResources:
             return (), Status.unschedulable(NOT_SIGNABLE)
         return (), None
 
+    # ------------------------------------------------------------------ events
+
     def events_to_register(self) -> Iterable[ClusterEventWithHint]:
-        # Pods it rejects wait for DRA support, not for a cluster event.
-        return ()
+        add_update = ActionType.ADD | ActionType.UPDATE
+        # queueing hints are on (GA): no UpdateNodeTaint, as upstream then
+        node_actions = ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_ALLOCATABLE
+        return (
+            ClusterEventWithHint(ClusterEvent(NODE, node_actions)),
+            ClusterEventWithHint(ClusterEvent(RESOURCE_CLAIM, add_update), self._after_claim_change),
+            # Not registered upstream, whose claim controller deallocates (an update) before a
+            # claim goes: a deleted allocated claim frees its devices all the same.
+            ClusterEventWithHint(ClusterEvent(RESOURCE_CLAIM, ActionType.DELETE), self._after_claim_delete),
+            ClusterEventWithHint(
+                ClusterEvent(POD, ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM), self._after_pod_change
+            ),
+            ClusterEventWithHint(ClusterEvent(DEVICE_CLASS, add_update)),
+            ClusterEventWithHint(ClusterEvent(RESOURCE_SLICE, add_update)),
+        )
+
+    def _after_claim_change(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
+        try:
+            uids = {claim_uid(c) for c in self._pod_claims(pod)}
+        except ClaimProblem:
+            return QueueingHint.SKIP
+        if old is not None and allocation_of(old) is not None and allocation_of(new) is None:
+            return QueueingHint.QUEUE  # deallocated: its devices are free again
+        if claim_uid(new) not in uids:
+            return QueueingHint.SKIP
+        if old is None:
+            return QueueingHint.QUEUE
+        return QueueingHint.SKIP if old.get("status") == new.get("status") else QueueingHint.QUEUE
+
+    @staticmethod
+    def _after_claim_delete(pod: Pod, old: Any, new: Any) -> QueueingHint:
+        return QueueingHint.QUEUE if old is not None and allocation_of(old) is not None else QueueingHint.SKIP
+
+    def _after_pod_change(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
+        if not isinstance(new, Pod) or new.uid != pod.uid:
+            return QueueingHint.SKIP
+        try:
+            self._pod_claims(new)
+        except ClaimProblem:
+            return QueueingHint.SKIP
+        return QueueingHint.QUEUE
+
+    # ------------------------------------------------------------------ claims of a pod
+
+    def _pod_claims(self, pod: Pod) -> list[Mapping[str, Any]]:
+        """The pod's claims as the scheduler sees them; ClaimProblem when one cannot be used."""
+        claims = []
+        for pod_claim in pod.resource_claims:
+            name, must_own = claim_name(pod, pod_claim)
+            if name is None:
+                continue  # deliberately not generated
+            claim = self.tracker.get(f"{pod.namespace}/{name}")
+            if claim is None:
+                raise ClaimProblem(f'resourceclaim.resource.k8s.io "{name}" not found')
+            if (claim.get("metadata") or {}).get("deletionTimestamp"):
+                raise ClaimProblem(f'resourceclaim "{name}" is being deleted')
+            if must_own:
+                is_for_pod(pod, claim)
+            claims.append(claim)
+        return claims
+
+    def pre_enqueue(self, pod: Pod) -> Status | None:
+        if not pod.resource_claims:
+            return None
+        try:
+            self._pod_claims(pod)
+        except UnsupportedClaim:
+            # Upstream's API server refuses such a pod; held here it would wait in silence, so
+            # PreFilter reports it (with the same message) as unschedulable instead.
+            return None
+        except ClaimProblem as exc:
+            return Status.unresolvable(str(exc))
+        return None
+
+    # ------------------------------------------------------------------ PreFilter
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: NodeLister
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        data = _State()
+        state.write(_STATE_KEY, data)
+        if not pod.resource_claims:
+            return None, Status.skip()
+        try:
+            claims = self._pod_claims(pod)
+        except ClaimProblem as exc:
+            return None, Status.unresolvable(str(exc))
+        if not claims:
+            return None, Status.skip()
+        available_on: list[NodeSelector | None] = []
+        to_allocate = 0
+        for claim in claims:
+            allocation = allocation_of(claim)
+            if allocation is not None:
+                if not can_be_reserved(claim) and not is_reserved_for_pod(pod, claim):
+                    return None, Status.unresolvable("resourceclaim in use")
+                try:
+                    selector = allocation.get("nodeSelector")
+                    available_on.append(NodeSelector.parse(selector) if selector else None)
+                except SelectorError as exc:
+                    return None, Status.from_error(exc)
+                continue
+            available_on.append(None)
+            to_allocate += 1
+            if self.tracker.is_pending(claim_key(claim)):
+                return None, Status.unresolvable(
+                    f"resource claim {claim_ref(claim)} is in the process of being allocated"
+                )
+            problem = self._check_requests(claim)
+            if problem is not None:
+                return None, problem
+        data.claims, data.available_on = claims, available_on
+        if to_allocate:
+            index = self._slices.index(self._handle.lister(SLICES).list())
+            self._report_bad_slices()
+            classes = self._handle.lister(CLASSES)
+            unallocated = [data.claims[i] for i in data.to_allocate()]
+            try:
+                data.allocator = Allocator(
+                    index,
+                    self.tracker.allocated_devices(),
+                    classes.get,
+                    self._selectors,
+                    unallocated,
+                    timeout=self._filter_timeout,
+                )
+            except ClaimError as exc:
+                return None, Status.from_error(exc)
+        return None, None
+
+    def _check_requests(self, claim: Mapping[str, Any]) -> Status | None:
+        """Every request names an existing class; capacity requests need a feature not here."""
+        for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ():
+            name = str(request.get("name", ""))
+            if request.get("exactly"):
+                alternatives = [(name, request["exactly"])]
+            elif request.get("firstAvailable"):
+                alternatives = [(f"{name}/{sub.get('name', '')}", sub) for sub in request["firstAvailable"]]
+            else:
+                return Status.unresolvable(
+                    f"resource claim {claim_ref(claim)}, request {name}: unknown request type"
+                )
+            for qualified, raw in alternatives:
+                class_name = raw.get("deviceClassName")
+                if not class_name:
+                    return Status.from_error(ValueError(f"request {qualified}: unsupported request type"))
+                if self._handle.lister(CLASSES).get(str(class_name)) is None:
+                    return Status.unresolvable(
+                        f"request {qualified}: device class {class_name} does not exist"
+                    )
+                if raw.get("capacity"):
+                    return Status.unresolvable(
+                        f"resource claim {claim_ref(claim)}, request {qualified}: requests device capacity, "
+                        f"which needs {CONSUMABLE_CAPACITY} (not implemented by pyscheduler)"
+                    )
+        return None
+
+    def _report_bad_slices(self) -> None:
+        for name, error in self._slices.errors.items():
+            if name not in self._reported_slices:
+                self._reported_slices.add(name)
+                log.warning("ResourceSlice %s left out: %s", name, error)
+
+    # ------------------------------------------------------------------ Filter and Score
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        data: _State | None = state.get(_STATE_KEY)
+        if data is None or not data.claims:
+            return None
+        node = node_info.node
+        unavailable = [
+            i
+            for i, selector in enumerate(data.available_on)
+            if selector is not None and not selector.matches(node.labels, node.name)
+        ]
+        if unavailable:
+            data.unavailable.update(unavailable)
+            return Status.unresolvable(NOT_AVAILABLE)
+        if data.allocator is None:
+            return None
+        try:
+            allocations = data.allocator.allocate(node.name, node.labels)
+        except NodeFailure as exc:
+            return Status.unresolvable(str(exc))
+        except AllocationTimeout:
+            # possibly transient: an error, so the pod is retried with backoff
+            return Status.from_error(TimeoutError(f"node {node.name}: timed out trying to allocate devices"))
+        except ClaimError as exc:
+            return Status.from_error(exc)
+        if allocations is None:
+            return Status.unresolvable(CANNOT_ALLOCATE)
+        data.by_node[node.name] = allocations
+        return None
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
+        """Only firstAvailable requests score; every other pod skips Score (all zeros)."""
+        data: _State | None = state.get(_STATE_KEY)
+        if data is None or not any(_has_alternatives(c) for c in data.claims):
+            return Status.skip()
+        return None
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
+        data: _State = state.read(_STATE_KEY)
+        found = data.by_node.get(node_info.node.name)
+        allocations = iter(found.results() if found is not None else ())
+        total = 0
+        for claim in data.claims:
+            allocation = allocation_of(claim) or next(allocations, None)
+            if allocation is None:
+                continue
+            chosen = {r.get("request") for r in (allocation.get("devices") or {}).get("results") or ()}
+            for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ():
+                for i, sub in enumerate(request.get("firstAvailable") or ()):
+                    if f"{request.get('name')}/{sub.get('name')}" in chosen:
+                        total += FIRST_AVAILABLE_MAX_SIZE - i
+        return total
+
+    def normalize_scores(self, state: CycleState, pod: Pod, scores: np.ndarray) -> None:
+        default_normalize_score(scores, reverse=False)
+
+    # ------------------------------------------------------------------ PostFilter
+
+    async def post_filter(
+        self, state: CycleState, pod: Pod, diagnosis: Diagnosis
+    ) -> tuple[PostFilterResult | None, Status | None]:
+        data: _State | None = state.get(_STATE_KEY)
+        if data is None or not data.claims:
+            return None, Status.unschedulable(NO_CLAIMS_TO_DEALLOCATE)
+        for index in sorted(data.unavailable):
+            claim = data.claims[index]
+            users = reserved_for(claim)
+            if not users or (len(users) == 1 and users[0].get("uid") == pod.uid):
+                updated = copy.deepcopy(dict(claim))
+                status = updated.setdefault("status", {})
+                for key in ("reservedFor", "allocation", "devices"):
+                    status.pop(key, None)
+                meta = claim.get("metadata") or {}
+                path = _claim_path(str(meta.get("namespace", "")), str(meta.get("name", ""))) + "/status"
+                response = await self._handle.client.request("PUT", path, updated)
+                if response.status >= 300:
+                    return None, Status.from_error(RuntimeError(_api_error(response)))
+                return None, Status.unschedulable(DEALLOCATED)
+        return None, Status.unschedulable(STILL_NOT_SCHEDULABLE)
+
+    # ------------------------------------------------------------------ Reserve / Unreserve
+
+    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        data: _State | None = state.get(_STATE_KEY)
+        if data is None or data.allocator is None:
+            return None
+        indexes = data.to_allocate()
+        found = data.by_node.get(node_name)
+        if found is None:
+            return Status.from_error(RuntimeError("claim allocation not found for node"))
+        try:
+            allocations = found.results()
+        except ClaimError as exc:
+            return Status.from_error(exc)
+        if len(allocations) != len(indexes):
+            return Status.from_error(
+                RuntimeError(
+                    f"internal error, have {len(allocations)} allocations, {len(indexes)} claims to "
+                    f"allocate, want {len(indexes)} claims"
+                )
+            )
+        for index, allocation in zip(indexes, allocations, strict=True):
+            data.allocations[index] = allocation
+            claim = copy.deepcopy(dict(data.claims[index]))
+            finalizers = claim.setdefault("metadata", {}).setdefault("finalizers", [])
+            if FINALIZER not in finalizers:
+                finalizers.append(FINALIZER)
+            claim.setdefault("status", {})["allocation"] = allocation
+            self.tracker.reserve(claim)
+        return None
+
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        data: _State | None = state.get(_STATE_KEY)
+        if data is None or not data.claims:
+            return
+        for claim in data.claims:
+            self.tracker.restore(claim_key(claim))
+            current = self.tracker.get(claim_key(claim)) or claim
+            if allocation_of(current) is not None and is_reserved_for_pod(pod, current):
+                self._spawn(self._remove_reservation(current, pod))
+
+    def _spawn(self, work: Any) -> None:
+        try:
+            task = asyncio.get_running_loop().create_task(work)
+        except RuntimeError:  # no loop: nothing was written for the pod either
+            work.close()
+            return
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _remove_reservation(self, claim: Mapping[str, Any], pod: Pod) -> None:
+        """Take the pod out of ``reservedFor``. Upstream sends a strategic-merge delete by uid;
+        this JSON patch does the same, guarded by tests, so a claim that changed meanwhile
+        (another uid, another position) is left alone rather than losing someone else's entry."""
+        meta = claim.get("metadata") or {}
+        position = next(i for i, r in enumerate(reserved_for(claim)) if r.get("uid") == pod.uid)
+        entry = f"/status/reservedFor/{position}"
+        patch = [
+            {"op": "test", "path": "/metadata/uid", "value": meta.get("uid")},
+            {"op": "test", "path": f"{entry}/uid", "value": pod.uid},
+            {"op": "remove", "path": entry},
+        ]
+        path = _claim_path(str(meta.get("namespace", "")), str(meta.get("name", ""))) + "/status"
+        try:
+            response = await self._handle.client.request(
+                "PATCH", path, patch, content_type="application/json-patch+json"
+            )
+            if response.status >= 300:
+                log.error("unreserve %s: %s", claim_key(claim), _api_error(response))
+        except Exception as exc:
+            log.error("unreserve %s: %s", claim_key(claim), exc)
+
+    # ------------------------------------------------------------------ PreBind
+
+    def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        data: _State | None = state.get(_STATE_KEY)
+        return Status.skip() if data is None or not data.claims else None
+
+    async def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        data: _State | None = state.get(_STATE_KEY)
+        if data is None or not data.claims:
+            return None
+        for index, claim in enumerate(data.claims):
+            if is_reserved_for_pod(pod, claim):
+                continue
+            try:
+                data.claims[index] = await self._bind_claim(claim, data.allocations.get(index), pod)
+            except BindFailure as exc:
+                self.tracker.restore(claim_key(claim))
+                return Status.from_error(exc)
+        return None
+
+    async def _bind_claim(
+        self, claim: Mapping[str, Any], allocation: Mapping[str, Any] | None, pod: Pod
+    ) -> Mapping[str, Any]:
+        """Add the allocation (when this cycle made it) and the pod's reservation, retrying on
+        conflicts with the claim read afresh, as upstream's RetryOnConflict."""
+        client = self._handle.client
+        meta = claim.get("metadata") or {}
+        path = _claim_path(str(meta.get("namespace", "")), str(meta.get("name", "")))
+        current: dict[str, Any] = copy.deepcopy(dict(claim))
+        ref = claim_ref(claim)
+        for attempt in range(CONFLICT_RETRIES):
+            if attempt:
+                response = await client.request("GET", path)
+                if response.status >= 300:
+                    raise BindFailure(f"get updated claim {ref} after conflict: {_api_error(response)}")
+                current = response.body
+            if (current.get("metadata") or {}).get("deletionTimestamp"):
+                raise BindFailure(f"claim {ref} got deleted in the meantime")
+            status = current.setdefault("status", {})
+            if allocation is not None:
+                if status.get("allocation") is not None:
+                    raise BindFailure(f"claim {ref} got allocated elsewhere in the meantime")
+                finalizers = current.setdefault("metadata", {}).setdefault("finalizers", [])
+                if FINALIZER not in finalizers:
+                    finalizers.append(FINALIZER)
+                    response = await client.request("PUT", path, current)
+                    if response.status == 409:
+                        continue
+                    if response.status >= 300:
+                        raise BindFailure(f"add finalizer to claim {ref}: {_api_error(response)}")
+                    current = response.body
+                    status = current.setdefault("status", {})
+                status["allocation"] = allocation
+            elif status.get("allocation") is None:
+                raise BindFailure(f"claim {ref} got deallocated elsewhere in the meantime")
+            status["reservedFor"] = [
+                *(status.get("reservedFor") or ()),
+                {"resource": "pods", "name": pod.name, "uid": pod.uid},
+            ]
+            response = await client.request("PUT", path + "/status", current)
+            if response.status == 409:
+                continue
+            if response.status >= 300:
+                what = "add allocation and reservation to" if allocation is not None else "add reservation to"
+                raise BindFailure(f"{what} claim {ref}: {_api_error(response)}")
+            self.tracker.written(response.body)
+            return response.body
+        raise BindFailure(
+            f"claim {ref}: the object has been modified; please apply your changes to the latest version"
+        )
+
+
+class BindFailure(Exception):
+    """PreBind could not record the allocation or reservation; the message is upstream's."""
+
+
+def _has_alternatives(claim: Mapping[str, Any]) -> bool:
+    requests = ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ()
+    return any(r.get("firstAvailable") for r in requests)
+
+
+def _claim_path(namespace: str, name: str) -> str:
+    return f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims/{name}"
+
+
+def _api_error(response: Any) -> str:
+    body = response.body if isinstance(response.body, Mapping) else {}
+    return str(body.get("message") or f"HTTP {response.status}")

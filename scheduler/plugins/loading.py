@@ -73,12 +73,10 @@ def factories(sources: Mapping[str, PluginSource]) -> dict[str, PluginFactory]:
 
 
 def declared_args(sources: Mapping[str, PluginSource]) -> dict[str, type]:
-    """The args dataclass of each out-of-tree plugin that declares one (for the config loader)."""
-    return {
-        name: source.args_type
-        for name, source in sources.items()
-        if source.origin != IN_TREE and source.args_type is not None
-    }
+    """The args dataclass of each plugin that declares one (for the config loader): the
+    out-of-tree ones and in-tree ones such as Coscheduling (upstream's built-in plugins have
+    their args types in scheduler.config instead)."""
+    return {name: source.args_type for name, source in sources.items() if source.args_type is not None}
 
 
 def _from_entry_points() -> list[PluginSource]:

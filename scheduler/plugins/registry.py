@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from scheduler.framework import PluginFactory
+from scheduler.plugins.coscheduling import Coscheduling
 from scheduler.plugins.defaultbinder import DefaultBinder
 from scheduler.plugins.defaultpreemption import DefaultPreemption
 from scheduler.plugins.dynamicresources import DynamicResources
+from scheduler.plugins.gangscheduling import GangScheduling, PodGroupPodsCount, TopologyPlacementGenerator
 from scheduler.plugins.imagelocality import ImageLocality
 from scheduler.plugins.interpodaffinity import InterPodAffinity
 from scheduler.plugins.nodeaffinity import NodeAffinity
@@ -47,5 +49,12 @@ def in_tree_registry() -> dict[str, PluginFactory]:
         DefaultPreemption,
         DefaultBinder,
         NodeDeclaredFeatures,
+        # the Workload API's (GangScheduling, TopologyAwareWorkloadScheduling gates): in the
+        # default profile only with their gates on
+        GangScheduling,
+        TopologyPlacementGenerator,
+        PodGroupPodsCount,
+        # scheduler-plugins' gang scheduling: available, enabled only by a profile that names it
+        Coscheduling,
     )
     return {plugin.name: plugin for plugin in plugins}

@@ -76,4 +76,6 @@ def pod_update_events(old: Pod, new: Pod) -> list[ClusterEvent]:
         actions.append(ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)
     if old.tolerations != new.tolerations:
         actions.append(ActionType.UPDATE_POD_TOLERATIONS)
+    if old.resource_claim_statuses != new.resource_claim_statuses:
+        actions.append(ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM)
     return [ClusterEvent(resource, action) for action in actions or [ActionType.UPDATE_OTHER]]

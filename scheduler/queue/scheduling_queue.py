@@ -251,16 +251,30 @@ class SchedulingQueue:
                 return None
             self._wakeup.clear()
             await self._wakeup.wait()
+        self._cycle += 1
+        self._start_attempt(info)
+        return info
+
+    def pop_specific(self, pod: Pod) -> QueuedPodInfo | None:
+        """Take ``pod`` out of the queue for the running cycle, wherever it waits, as if activated
+        and popped (the pod-group cycle takes a group's pending pods with the one popped); None
+        when it is not queued or PreEnqueue still gates it."""
+        self.activate((pod,))
+        info = self._active.remove(pod.uid)
+        if info is None:
+            return None
+        self._start_attempt(info)
+        return info
+
+    def _start_attempt(self, info: QueuedPodInfo) -> None:
         uid = info.pod.uid
         info.attempts += 1
-        self._cycle += 1
         self._in_flight.start(uid)
         self._popped[uid] = self._clock()
         self._count_rejections(info, -1)
         info.unschedulable_plugins = set()
         info.pending_plugins = set()
         self._report()
-        return info
 
     def done(self, uid: str) -> None:
         """The scheduling attempt of a popped pod is over (it passed Permit, or was handed back)."""

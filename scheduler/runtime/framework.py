@@ -9,6 +9,7 @@ once, per-node plugins are called node by node.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import json
@@ -573,8 +574,37 @@ class Framework:
     def run_score(
         self, state: CycleState, pod: Pod, table: NodeTable, slots: np.ndarray, infos: Sequence[NodeInfo]
     ) -> tuple[np.ndarray, Status | None]:
+        active, scores, status = self._score_rows(state, pod, table, slots, infos)
+        if status is not None:
+            return scores, status
+        weights = np.fromiter((w for _, w in active), dtype=np.int64, count=len(active))
+        totals = weights @ scores if len(active) else np.zeros(len(slots), dtype=np.int64)
+        if logs.v(10):
+            _log_scores(pod, [p.name for p, _ in active], scores * weights[:, None], totals, table, slots)
+        return totals, None
+
+    def weighted_scores(
+        self, state: CycleState, pod: Pod, table: NodeTable, slots: np.ndarray
+    ) -> tuple[list[str], np.ndarray, Status | None]:
+        """PreScore and Score as ``run_scoring`` runs them, but each plugin's weighted scores (one
+        row per active Score plugin, named) instead of their sums: what explain shows."""
+        infos = _NodeInfoList(table, slots)
+        status = self.run_pre_score(state, pod, infos)
+        if status is not None:
+            return [], np.zeros((0, len(slots)), dtype=np.int64), status
+        active, scores, status = self._score_rows(state, pod, table, slots, infos)
+        if status is not None:
+            return [], scores, status
+        weights = np.fromiter((w for _, w in active), dtype=np.int64, count=len(active))
+        return [p.name for p, _ in active], scores * weights[:, None], None
+
+    def _score_rows(
+        self, state: CycleState, pod: Pod, table: NodeTable, slots: np.ndarray, infos: Sequence[NodeInfo]
+    ) -> tuple[list[tuple[Any, int]], np.ndarray, Status | None]:
+        """The active Score plugins with their weights, and their normalized, range-checked scores
+        (one row each), or an Error status."""
         active = [(p, w) for p, w in self.score_plugins if p.name not in state.skip_score_plugins]
-        # one row per plugin, checked and weighted at once
+        # one row per plugin, range-checked at once
         scores = np.empty((len(active), len(slots)), dtype=np.int64)
         for row, (plugin, _) in enumerate(active):
             start = perf_counter()
@@ -591,7 +621,8 @@ class Framework:
                     plugin.normalize_scores(state, pod, scores[row])
             except Exception as exc:
                 log.exception("Score plugin %s failed for pod %s", plugin.name, pod.key)
-                return scores[0:0], Status.from_error(exc, plugin.name).as_error(_context(context, plugin))
+                error = Status.from_error(exc, plugin.name).as_error(_context(context, plugin))
+                return active, scores[0:0], error
             self._observe_plugin(state, plugin, "Score", None, start)
         if scores.size and (scores.min() < MIN_NODE_SCORE or scores.max() > MAX_NODE_SCORE):
             bad_row = int(
@@ -605,12 +636,19 @@ class Framework:
                 f"invalid score {bad}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] "
                 "after normalizing"
             )
-            return scores[0:0], Status.from_error(ValueError(message), name)
-        weights = np.fromiter((w for _, w in active), dtype=np.int64, count=len(active))
-        totals = weights @ scores if len(active) else np.zeros(len(slots), dtype=np.int64)
-        if logs.v(10):
-            _log_scores(pod, [p.name for p, _ in active], scores * weights[:, None], totals, table, slots)
-        return totals, None
+            return active, scores[0:0], Status.from_error(ValueError(message), name)
+        return active, scores, None
+
+    @contextlib.contextmanager
+    def unobserved(self) -> Iterator[None]:
+        """Run extension points untimed: explain and shadow mode evaluate pods no cycle schedules,
+        and the scheduler's metrics count its cycles only. Around code that never suspends (a
+        binding cycle running meanwhile would go untimed too)."""
+        metrics, self.metrics = self.metrics, None
+        try:
+            yield
+        finally:
+            self.metrics = metrics
 
     def observe_extension_point(self, point: str, status: Status | None, started: float) -> None:
         """Time an extension point run outside this class (Filter: the search in schedule_one)."""
@@ -649,8 +687,9 @@ class Framework:
                 log.exception("Unreserve of plugin %s failed for pod %s", plugin.name, pod.key)
 
     @_extension_point("Permit")
-    def run_permit(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
-        """Success, a rejection, or WAIT (then the pod is registered in ``waiting_pods``)."""
+    def run_permit(self, state: CycleState, pod: Pod, node_name: str, *, hold: bool = True) -> Status | None:
+        """Success, a rejection, or WAIT (then the pod is registered in ``waiting_pods``, unless
+        ``hold`` is False: the pod-group cycle's trial placements only ask)."""
         timeouts: dict[str, float] = {}
         wait_reasons: tuple[str, ...] = ()
         for plugin in self.permit_plugins:
@@ -671,7 +710,8 @@ class Framework:
                 return status.with_plugin(plugin.name)
             return status.with_plugin(plugin.name).as_error(f"running Permit plugin {_quoted(plugin.name)}")
         if timeouts:
-            self.waiting_pods.add(WaitingPod(pod, node_name, timeouts, self.clock))
+            if hold:
+                self.waiting_pods.add(WaitingPod(pod, node_name, timeouts, self.clock))
             return Status(
                 Code.WAIT, (*wait_reasons, "one or more plugins asked to wait and no plugin rejected pod")
             )
@@ -714,7 +754,10 @@ class Framework:
         return result
 
     def will_wait_on_permit(self, pod: Pod) -> bool:
-        return pod.uid in self.waiting_pods
+        """Held at Permit and not yet let go (a gang's members are often allowed together before
+        their binding cycles start)."""
+        waiting = self.waiting_pods.get(pod.uid)
+        return waiting is not None and bool(waiting.pending_plugins)
 
     def discard_waiting_pod(self, pod: Pod) -> None:
         """Stop holding ``pod`` at Permit: its binding cycle failed before the wait."""

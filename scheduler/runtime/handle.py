@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 from scheduler.api import Pod
 from scheduler.framework import ApiClient, NodeLister, ObjectLister
 from scheduler.framework.clock import REAL_CLOCK, Clock
-from scheduler.framework.interface import Extender, PluginMetrics, PluginsRunner, WaitingPods
+from scheduler.framework.interface import Extender, PluginMetrics, PluginsRunner, PodGroups, WaitingPods
+from scheduler.gang.members import PodGroupMembers
 
 if TYPE_CHECKING:
     from scheduler.runtime.framework import Framework
@@ -32,6 +33,7 @@ class FrameworkHandle:
         activate: Callable[[Iterable[Pod]], None] = lambda _pods: None,
         clock: Clock = REAL_CLOCK,
         extenders: Sequence[Extender] = (),
+        pod_groups: PodGroups | None = None,
     ) -> None:
         self._scheduler_name = scheduler_name
         self._client = client
@@ -43,6 +45,7 @@ class FrameworkHandle:
         self._metrics = metrics
         self._clock = clock
         self._extenders = tuple(extenders)
+        self._pod_groups = pod_groups if pod_groups is not None else PodGroupMembers()
         self._framework: Framework | None = None
 
     def attach(self, framework: Framework) -> None:
@@ -79,6 +82,10 @@ class FrameworkHandle:
     @property
     def extenders(self) -> Sequence[Extender]:
         return self._extenders
+
+    @property
+    def pod_groups(self) -> PodGroups:
+        return self._pod_groups
 
     def record_event(self, obj: Pod, event_type: str, reason: str, action: str, message: str) -> None:
         self._record_event(obj, event_type, reason, action, message)

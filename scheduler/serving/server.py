@@ -12,7 +12,7 @@ open to anyone) and go to the log; ``?exclude=name`` skips a check.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -28,6 +28,8 @@ log = logging.getLogger(__name__)
 
 # A named check: the function returns None when healthy, else a short reason (logged, not served).
 Check = tuple[str, Callable[[], str | None]]
+# A GET handler of an extra path
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 DEFAULT_PORT = 10251
 _TEXT = "text/plain"
@@ -64,7 +66,9 @@ class StatusServer:
         ready_checks: Sequence[Check] = (),
         tls: ServingCertificate | None = None,
         auth: DelegatedAuth | None = None,
+        routes: Mapping[str, Handler] | None = None,
     ) -> None:
+        """``routes``: more GET paths (the debug ones), guarded as /metrics is."""
         self._host = bind_address
         self._port = port
         self._tls = tls
@@ -82,7 +86,7 @@ class StatusServer:
             if len(set(names)) != len(names):
                 raise ValueError(f"duplicate check names for /{probe}: {names}")
         self._runner: web.AppRunner | None = None
-        self._app = self._build_app()
+        self._app = self._build_app(routes or {})
 
     @property
     def port(self) -> int:
@@ -128,8 +132,10 @@ class StatusServer:
 
     # ---------------------------------------------------------------------------------- routes
 
-    def _build_app(self) -> web.Application:
+    def _build_app(self, routes: Mapping[str, Handler]) -> web.Application:
         app = web.Application(middlewares=[self._authenticate] if self._auth is not None else [])
+        for path, handler in routes.items():
+            app.router.add_get(path, handler)
         for probe in self._probes:
             app.router.add_get(f"/{probe}", self._probe_handler(probe))
             app.router.add_get(f"/{probe}/{{check}}", self._single_check_handler(probe))

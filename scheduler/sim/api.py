@@ -11,7 +11,7 @@ import builtins
 import random
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -20,7 +20,7 @@ import orjson
 import yaml
 
 from scheduler.sim import crds, errors
-from scheduler.sim.defaults import prepare_create, prepare_update
+from scheduler.sim.defaults import prepare_create, prepare_status_update, prepare_update
 from scheduler.sim.errors import ApiError
 from scheduler.sim.events import add_views as add_event_views
 from scheduler.sim.events import field_getters
@@ -41,6 +41,10 @@ WITH_GENERATION = frozenset(
         "DaemonSet",
         "PodDisruptionBudget",
         "ResourceClaim",
+        "DeviceClass",
+        "ResourceSlice",
+        "PodGroup",  # its PodGroupScheduled condition observes the generation
+        "Workload",
         "CustomResourceDefinition",
     }
 )
@@ -238,6 +242,43 @@ class Api:
         meta["resourceVersion"] = str(self.store.next_revision())
         return self.store.put(resource, key, obj, "ADDED")
 
+    def load(self, rt: ResourceType, objects: Iterable[Any]) -> list[str]:
+        """Restore objects as they were read from a cluster, in bulk (``Store.load``): no
+        validation, defaulting or create strategy, so status (a pod's phase, a claim's Bound),
+        uid and creationTimestamp are kept; managedFields are dropped, resourceVersions new.
+        An object without a name, or in a namespace that does not exist, is skipped: the
+        returned list says which and why, one line each."""
+        problems: list[str] = []
+        items: list[tuple[str, Obj]] = []
+        namespaces = {e.obj["metadata"]["name"] for e in self.store.entries("namespaces")}
+        for index, raw in enumerate(objects):
+            meta = raw.get("metadata") if isinstance(raw, dict) else None
+            name = meta.get("name") if isinstance(meta, dict) else None
+            if not isinstance(name, str) or not name:
+                problems.append(f"{rt.plural}[{index}]: skipped, no metadata.name")
+                continue
+            assert isinstance(meta, dict)  # for mypy: name came from it
+            meta = {k: v for k, v in meta.items() if k != "managedFields"}
+            ns = None
+            if rt.namespaced:
+                ns = meta.get("namespace") or "default"
+                if ns not in namespaces:
+                    problems.append(f"{rt.plural} {ns}/{name}: skipped, namespace {ns} does not exist")
+                    continue
+                meta["namespace"] = ns
+            else:
+                meta.pop("namespace", None)
+            meta.setdefault("uid", str(uuid.uuid4()))
+            meta.setdefault("creationTimestamp", now())
+            obj: Obj = {**raw, "kind": rt.kind, "apiVersion": rt.stored_api_version, "metadata": meta}
+            items.append((self.store.key(ns, name), obj))
+            refs = meta.get("ownerReferences")
+            for ref in refs if isinstance(refs, list) else ():
+                if isinstance(ref, dict):  # the garbage collector's index, as _index_owners keeps it
+                    self._dependents.setdefault(ref.get("uid", ""), set()).add((store_name(rt), items[-1][0]))
+        self.store.load(store_name(rt), items)
+        return problems
+
     def get(self, rt: ResourceType, namespace: str | None, name: str) -> Entry:
         return self._require(rt, namespace, name)
 
@@ -387,6 +428,7 @@ class Api:
             new["status"] = body.get("status")
             if new["status"] is None:
                 new.pop("status")
+            prepare_status_update(rt, old, new)
         else:
             new = {"kind": rt.kind, "apiVersion": rt.stored_api_version}
             new.update((k, v) for k, v in body.items() if k not in ("kind", "apiVersion"))

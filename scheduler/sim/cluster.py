@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -19,11 +20,13 @@ from scheduler.sim.access import ADMIN_TOKEN, AccessTable
 from scheduler.sim.api import Api
 from scheduler.sim.controllers import WorkloadControllers
 from scheduler.sim.disruption import DisruptionController
+from scheduler.sim.dra_drivers import publish as publish_devices
 from scheduler.sim.faults import FaultInjector
 from scheduler.sim.jobs import JobController
 from scheduler.sim.kubelet import SimKubelet
-from scheduler.sim.nodes import build_nodes
-from scheduler.sim.resources import BY_STORE_NAME
+from scheduler.sim.nodes import build_fleet
+from scheduler.sim.resourceclaims import ResourceClaimController
+from scheduler.sim.resources import BY_STORE_NAME, Kinds
 from scheduler.sim.server import SimServer
 from scheduler.sim.store import Store
 from scheduler.sim.volumes import VolumeControllers
@@ -48,13 +51,22 @@ class SimCluster:
         history_size: int = 20_000,
         controllers: bool = True,
         access: AccessTable | dict[str, Any] | str | Path | None = None,
+        volume_controllers: bool | None = None,
+        disabled_apis: Iterable[str] = (),
+        claim_controller: bool | None = None,
     ) -> None:
         """`access`: who may do what (see `scheduler.sim.access`): a table, its YAML form as a
-        dict or a file; by default everyone may do everything."""
+        dict or a file; by default everyone may do everything. `volume_controllers` (default:
+        as `controllers`) runs the PV controller and provisioner alone, e.g. for a simulation
+        that creates workloads' pods itself but needs claims bound as a cluster binds them;
+        `claim_controller` (default: as `controllers`) likewise makes pods' ResourceClaims from
+        their templates.
+        `disabled_apis`: built-in group/versions the endpoint does not serve, as a cluster whose API
+        server leaves them off (e.g. ``("scheduling.k8s.io/v1alpha2",)``, alpha on most clusters)."""
         self.host = host
         self.port = port
         self.store = Store(history_size=history_size)
-        self.api = Api(self.store)
+        self.api = Api(self.store, Kinds(disabled_apis))
         self.faults = FaultInjector(self.store)
         if isinstance(access, str | Path):
             access = AccessTable.from_file(access)
@@ -64,15 +76,19 @@ class SimCluster:
         self.server = SimServer(
             self.api, self.faults, bookmark_interval=bookmark_interval, access=self.access
         )
-        self._node_objects = build_nodes(nodes, node_template)  # fail early on a bad template
+        # fail early on a bad template
+        self._node_objects, self._node_devices = build_fleet(nodes, node_template)
         self._kubelet_enabled = kubelet
         self._kubelet_delay = kubelet_delay
         self._controllers_enabled = controllers
+        self._volume_controllers_enabled = controllers if volume_controllers is None else volume_controllers
+        self._claim_controller_enabled = controllers if claim_controller is None else claim_controller
         self.kubelet: SimKubelet | None = None
         self.controllers: WorkloadControllers | None = None
         self.volumes: VolumeControllers | None = None
         self.disruption: DisruptionController | None = None
         self.jobs: JobController | None = None
+        self.claims: ResourceClaimController | None = None
         self._runner: web.AppRunner | None = None
 
     @property
@@ -84,13 +100,17 @@ class SimCluster:
             self.api.create(BY_STORE_NAME["namespaces"], None, {"metadata": {"name": ns}})
         for node in self._node_objects:
             self.api.create(BY_STORE_NAME["nodes"], None, node)
+        publish_devices(self.api, self._node_devices)
         if self._kubelet_enabled:
             self.kubelet = SimKubelet(self.api, self._kubelet_delay)
         if self._controllers_enabled:
             self.controllers = WorkloadControllers(self.api)
-            self.volumes = VolumeControllers(self.api)
             self.disruption = DisruptionController(self.api)
             self.jobs = JobController(self.api)
+        if self._claim_controller_enabled:
+            self.claims = ResourceClaimController(self.api)
+        if self._volume_controllers_enabled:
+            self.volumes = VolumeControllers(self.api)
         await self._serve()
         return self
 
@@ -132,6 +152,8 @@ class SimCluster:
             self.disruption.close()
         if self.jobs:
             self.jobs.close()
+        if self.claims:
+            self.claims.close()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -163,6 +185,20 @@ class SimCluster:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(yaml.safe_dump(self.kubeconfig(), sort_keys=False))
         return path
+
+    def load(self, objects: Mapping[str, Iterable[Any]]) -> list[str]:
+        """Restore objects in bulk, keyed by store name ("pods", "persistentvolumes", ...), as read
+        from a cluster: kept as they are (status, uid, nodeName), without watch events or
+        controller reactions (see `Api.load`); namespaces first, so their members find them.
+        Returns one line per object skipped or resource not served."""
+        problems: list[str] = []
+        for resource in sorted(objects, key=lambda name: name != "namespaces"):
+            rt = self.api.kinds.by_store_name.get(resource)
+            if rt is None or not rt.stored:
+                problems.append(f"{resource}: skipped, the local endpoint does not serve it")
+                continue
+            problems.extend(self.api.load(rt, objects[resource]))
+        return problems
 
     async def create(
         self, resource: str, obj: dict[str, Any], namespace: str | None = None

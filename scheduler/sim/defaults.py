@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from scheduler.sim import dra_validation, workloads
 from scheduler.sim.errors import ApiError, invalid
 from scheduler.sim.events import normalize_core
 from scheduler.sim.resources import ResourceType
@@ -61,6 +62,8 @@ def default_pod(pod: Obj, priorities: dict[str, int]) -> Obj:
         for field in ("name", "image"):
             if not c.get(field):
                 raise invalid("Pod", name, f"spec.containers[{i}].{field}", "Required value")
+    if spec.get("resourceClaims") or any((c.get("resources") or {}).get("claims") for c in containers):
+        dra_validation.check_pod(name, spec)
     spec["containers"] = [_default_container(c) for c in containers]
     if spec.get("initContainers"):
         spec["initContainers"] = [_default_container(c) for c in spec["initContainers"]]
@@ -156,6 +159,12 @@ def prepare_create(rt: ResourceType, obj: Obj, priorities: dict[str, int]) -> Ob
         obj["spec"] = _job_spec(obj)
     elif kind == "Event" and not rt.group:
         obj = normalize_core(obj)
+    elif rt.group == dra_validation.GROUP:
+        obj = dra_validation.prepare(rt, obj)
+    elif kind == "PodGroup" and rt.group == workloads.GROUP:
+        workloads.check_pod_group(obj)
+    elif kind == "Workload" and rt.group == workloads.GROUP:
+        workloads.check_workload(obj)
     return obj
 
 
@@ -195,8 +204,22 @@ def _job_spec(job: Obj) -> Obj:
     return spec
 
 
+def prepare_status_update(rt: ResourceType, old: Obj, new: Obj) -> None:
+    """Checks of a status subresource write (a ResourceClaim's allocation and reservations)."""
+    if rt.kind == "ResourceClaim" and rt.group == dra_validation.GROUP:
+        dra_validation.check_claim_status(rt, old, new)
+
+
 def prepare_update(rt: ResourceType, old: Obj, new: Obj) -> None:
-    """Checks of the update strategy: a pod's scheduling gates can only be removed."""
+    """Checks of the update strategy: a pod's scheduling gates can only be removed; resource.k8s.io
+    objects are defaulted and validated again (a claim's spec is immutable); a PodGroup's spec is
+    immutable."""
+    if rt.group == dra_validation.GROUP:
+        dra_validation.prepare(rt, new, old)
+        return
+    if rt.kind == "PodGroup" and rt.group == workloads.GROUP:
+        workloads.check_pod_group_update(old, new)
+        return
     if rt.kind != "Pod" or rt.group:
         return
     before = {g.get("name") for g in (old.get("spec") or {}).get("schedulingGates") or ()}

@@ -3,7 +3,8 @@
 Template format (see nodes-example.yaml): a mapping with `nodeGroups`, or a bare list of
 groups; each group has `namePrefix`, `count`, `capacity`, optional `allocatable` (defaults to
 capacity), `labels`, `taints`, `zones` (round-robin), `region`, `images`, `unschedulable`,
-`ready`. Nodes are named `<namePrefix><index:04d>`.
+`ready`, `devices` (DRA devices its simulated drivers publish, see `scheduler.sim.dra_drivers`).
+Nodes are named `<namePrefix><index:04d>`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from scheduler.sim.dra_drivers import DeviceSet, parse_devices
 
 Obj = dict[str, Any]
 
@@ -34,6 +37,7 @@ class NodeGroup:
     images: list[Obj] = field(default_factory=list)
     unschedulable: bool = False
     ready: bool = True
+    devices: tuple[DeviceSet, ...] = ()
 
 
 class TemplateError(ValueError):
@@ -55,6 +59,7 @@ def _group(raw: Any, index: int) -> NodeGroup:
         "images",
         "unschedulable",
         "ready",
+        "devices",
     }
     unknown = set(raw) - known
     if unknown:
@@ -63,6 +68,10 @@ def _group(raw: Any, index: int) -> NodeGroup:
     if not isinstance(count, int) or count < 0:
         raise TemplateError(f"nodeGroups[{index}].count: must be a non-negative integer")
     zones = raw.get("zones", list(DEFAULT_ZONES))
+    try:
+        devices = parse_devices(raw.get("devices"), f"nodeGroups[{index}].devices")
+    except ValueError as err:
+        raise TemplateError(str(err)) from None
     if isinstance(zones, str):
         zones = [zones]
     return NodeGroup(
@@ -77,6 +86,7 @@ def _group(raw: Any, index: int) -> NodeGroup:
         images=list(raw.get("images") or []),
         unschedulable=bool(raw.get("unschedulable", False)),
         ready=bool(raw.get("ready", True)),
+        devices=devices,
     )
 
 
@@ -170,12 +180,23 @@ def build_node(group: NodeGroup, index: int, ordinal: int) -> Obj:
     }
 
 
-def build_nodes(count: int = 0, template: str | Path | Obj | list[Any] | None = None) -> list[Obj]:
+def build_fleet(
+    count: int = 0, template: str | Path | Obj | list[Any] | None = None
+) -> tuple[list[Obj], dict[str, tuple[DeviceSet, ...]]]:
+    """The nodes, and the DRA devices of those that have any (by node name)."""
     groups = load_template(template) if template is not None else [NodeGroup(count=count)]
     nodes = []
+    devices: dict[str, tuple[DeviceSet, ...]] = {}
     ordinal = 0
     for group in groups:
         for index in range(group.count):
-            nodes.append(build_node(group, index, ordinal))
+            node = build_node(group, index, ordinal)
+            nodes.append(node)
+            if group.devices:
+                devices[node["metadata"]["name"]] = group.devices
             ordinal += 1
-    return nodes
+    return nodes, devices
+
+
+def build_nodes(count: int = 0, template: str | Path | Obj | list[Any] | None = None) -> list[Obj]:
+    return build_fleet(count, template)[0]

@@ -9,6 +9,7 @@ the per-server registry (CRDs come and go); its dicts are the hot-path lookups.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -203,6 +204,9 @@ RESOURCES: tuple[ResourceType, ...] = (
         short_names=("pdb",),
     ),
     _r("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, short_names=("pc",)),
+    # the Workload API (alpha in v1.36; served where the cluster enables it, see Kinds' `disabled`)
+    _r("scheduling.k8s.io", "v1alpha2", "workloads", "Workload", True),
+    _r("scheduling.k8s.io", "v1alpha2", "podgroups", "PodGroup", True, subresources=("status",)),
     _r("authentication.k8s.io", "v1", "tokenreviews", "TokenReview", False, verbs=("create",)),
     _r("authentication.k8s.io", "v1", "selfsubjectreviews", "SelfSubjectReview", False, verbs=("create",)),
     _r(
@@ -240,6 +244,7 @@ RESOURCES: tuple[ResourceType, ...] = (
         subresources=("status",),
         model="ResourceV1ResourceClaim",
     ),
+    _r("resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", True),
     _r(
         "apiextensions.k8s.io",
         "v1",
@@ -277,15 +282,21 @@ class Kinds:
     whenever the set changes, so discovery and OpenAPI documents know when to rebuild.
     """
 
-    def __init__(self) -> None:
-        self.by_path: dict[tuple[str, str, str], ResourceType] = dict(BY_PATH)
-        self.by_store_name: dict[str, ResourceType] = dict(BY_STORE_NAME)
+    def __init__(self, disabled: Iterable[str] = ()) -> None:
+        """``disabled``: built-in group/versions not served (e.g. ``"scheduling.k8s.io/v1alpha2"``),
+        as a real server started with ``--runtime-config=<group/version>=false``."""
+        off = frozenset(disabled)
+        self._builtin = tuple(r for r in RESOURCES if r.group_version not in off)
+        self.by_path: dict[tuple[str, str, str], ResourceType] = {
+            (r.group, r.version, r.plural): r for r in self._builtin
+        }
+        self.by_store_name: dict[str, ResourceType] = {store_name(r): r for r in self._builtin}
         self._custom: dict[str, tuple[ResourceType, ...]] = {}  # CRD name -> its served versions
         self.generation = 0
 
     def all(self) -> list[ResourceType]:
         """Every served resource: built-ins first, then custom resources by CRD name."""
-        return [*RESOURCES, *(rt for name in sorted(self._custom) for rt in self._custom[name])]
+        return [*self._builtin, *(rt for name in sorted(self._custom) for rt in self._custom[name])]
 
     def custom(self, crd: str) -> tuple[ResourceType, ...]:
         return self._custom.get(crd, ())

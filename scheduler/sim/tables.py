@@ -201,6 +201,20 @@ def _service_selector(service: Obj) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(selector.items())) or "<none>"
 
 
+def _claim_state(claim: Obj) -> str:
+    """A ResourceClaim's STATE: deleted, pending or allocated, plus reserved (as kubectl prints it)."""
+    status = claim.get("status") or {}
+    deleted = bool(claim["metadata"].get("deletionTimestamp"))
+    states = ["deleted"] if deleted else []
+    if status.get("allocation"):
+        states.append("allocated")
+        if status.get("reservedFor"):
+            states.append("reserved")
+    elif not deleted:
+        states.append("pending")
+    return ",".join(states)
+
+
 COLUMNS: dict[str, list[Column]] = {
     "Service": [
         NAME,
@@ -305,6 +319,14 @@ COLUMNS: dict[str, list[Column]] = {
         ("Status", "string", 0, _job_status),
         ("Completions", "string", 0, _job_completions),
         ("Duration", "string", 0, _job_duration),
+        AGE,
+    ],
+    "ResourceClaim": [NAME, ("State", "string", 0, _claim_state), AGE],
+    "ResourceSlice": [
+        NAME,
+        ("Node", "string", 0, _status("spec", "nodeName", default="")),
+        ("Driver", "string", 0, _status("spec", "driver", default="")),
+        ("Pool", "string", 0, _status("spec", "pool", "name", default="")),
         AGE,
     ],
     "PodDisruptionBudget": [

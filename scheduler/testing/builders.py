@@ -29,6 +29,7 @@ from scheduler.framework import (
     WaitingPods,
 )
 from scheduler.framework.pod_index import PodIndex
+from scheduler.gang.members import PodGroupMembers
 from scheduler.runtime.waiting import WaitingPodMap
 from scheduler.testing.clock import FakeClock
 
@@ -362,7 +363,10 @@ class FakeHandle:
         listers: Mapping[str, Iterable[Mapping[str, Any]]] | None = None,
         clock: FakeClock | None = None,
         extenders: Sequence[Extender] = (),
+        pods: Iterable[Pod] = (),
     ) -> None:
+        """``pods``: the pods the scheduler knows besides the cluster's, for ``pod_groups`` (members
+        of scheduling.k8s.io/v1alpha2 pod groups); ``pod_groups.add(pod)`` adds more."""
         self._snapshot = FakeSnapshot(cluster or table_of([]))
         self._client = client or FakeClient()
         self._scheduler_name = scheduler_name
@@ -375,6 +379,14 @@ class FakeHandle:
         self.recorded_metrics = RecordedMetrics()
         self.listers = {kind: FakeLister(objects) for kind, objects in (listers or {}).items()}
         self.extenders = tuple(extenders)
+        self.pod_groups = PodGroupMembers(self._assumed_node)
+        for pod in [*(p for info in self._snapshot.node_infos() for p in info.pods.values()), *pods]:
+            self.pod_groups.add(pod)
+
+    def _assumed_node(self, uid: str) -> str:
+        """Pods held at Permit count as placed, as assumed pods do in the scheduler."""
+        waiting = self._waiting.get(uid)
+        return waiting.node_name if waiting is not None else ""
 
     def attach(self, framework: Framework) -> None:
         """Take ``plugins_runner`` and ``waiting_pods`` from a built Framework."""

@@ -197,15 +197,17 @@ def run_profile(
     config: SchedulerConfiguration | None = None,
     registry: Mapping[str, PluginFactory] | None = None,
     seed: int = 0,
+    listers: Mapping[str, Iterable[Mapping[str, Any]]] | None = None,
 ) -> ProfileOutcome:
     """The first profile of ``config`` (upstream's defaults when None) deciding where ``pod`` goes
-    on ``nodes`` holding ``pods``; ``registry`` adds (or replaces) plugins of the in-tree ones."""
+    on ``nodes`` holding ``pods``; ``registry`` adds (or replaces) plugins of the in-tree ones;
+    ``listers`` holds the plain API objects of other kinds (``{"resourceclaims": [...]}``)."""
     # imported here: the harness of a single plugin needs none of the scheduler's machinery
     from scheduler.app import available_plugins
     from scheduler.build import DiscardEvents, DiscardStatus, build_scheduler
     from scheduler.plugins.registry import in_tree_registry
     from scheduler.schedule_one import FitError, ScheduleResult, find_nodes_that_pass_filters, run_now
-    from scheduler.testing.builders import FakeClient
+    from scheduler.testing.builders import FakeClient, FakeLister
 
     config = config or default_config()
     plugins = {**in_tree_registry(), **(registry or {})}
@@ -217,6 +219,7 @@ def run_profile(
         events=DiscardEvents(),
         status=DiscardStatus(),
         current_pod=lambda _: None,
+        listers={kind: FakeLister(objects) for kind, objects in (listers or {}).items()},
         rng=random.Random(seed),
     )
     for node in nodes:

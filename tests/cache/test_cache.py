@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 
 import numpy as np
@@ -365,3 +366,40 @@ def test_cache_size_gauges_follow_the_contents():
     assert (value("nodes"), value("pods"), value("assumed_pods")) == (1, 2, 1)
     cache.remove_node(make_node("n1"))
     assert (value("nodes"), value("pods"), value("assumed_pods")) == (0, 2, 1)
+
+
+# ---------------------------------------------------------------------------- holding
+
+
+async def test_a_second_holder_waits_for_the_first_and_sees_its_deferred_changes():
+    cache = Cache()
+    cache.add_node(make_node("n1"))
+    order: list[str] = []
+    release = asyncio.Event()
+
+    async def first() -> None:
+        await cache.until_released()
+        with cache.held():
+            order.append("first holds")
+            await release.wait()  # e.g. an extender answering
+            cache.add_node(make_node("n2"))  # an informer change meanwhile: deferred
+            assert cache.get_node_info("n2") is None
+
+    async def second() -> None:
+        await cache.until_released()
+        with cache.held():
+            order.append(f"second holds, nodes: {cache.node_count()}")
+
+    tasks = [asyncio.create_task(first()), asyncio.create_task(second())]
+    await asyncio.sleep(0)
+    assert order == ["first holds"]  # the second waits instead of failing with CacheError
+    release.set()
+    await asyncio.gather(*tasks)
+    assert order == ["first holds", "second holds, nodes: 2"]
+
+
+async def test_until_released_does_not_yield_when_nobody_holds_the_cache():
+    cache = Cache()
+    waiting = cache.until_released()
+    with pytest.raises(StopIteration):  # finished at its first step: nothing in between can hold it
+        waiting.send(None)

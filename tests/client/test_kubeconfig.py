@@ -260,6 +260,14 @@ async def test_the_current_context_comes_from_the_first_file_that_sets_one(tmp_p
     assert (await load_kubeconfig(joined, context="x")).server == "http://one:1"
 
 
+async def test_the_namespace_is_the_contexts(tmp_path: Path) -> None:
+    doc = config_doc("http://one:1")
+    doc["contexts"].append({"name": "y", "context": {"cluster": "c", "user": "u", "namespace": "team"}})
+    path = write(tmp_path / "a", doc)
+    assert (await load_kubeconfig(path)).namespace == ""
+    assert (await load_kubeconfig(path, context="y")).namespace == "team"
+
+
 async def test_kubeconfig_env_lists_several_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     first = write(tmp_path / "a", {"current-context": "x"})
     second = write(tmp_path / "b", config_doc("http://127.0.0.1:1", user={"token": "t"}, current=None))
@@ -658,6 +666,9 @@ async def test_in_cluster_reads_the_service_account_and_rereads_its_token(tmp_pa
     assert await config.credentials.authorization() == "Bearer projected-again"
     v6 = in_cluster_config(directory, environ={**env, "KUBERNETES_SERVICE_HOST": "fd00::1"})
     assert v6.server == "https://[fd00::1]:443"
+    assert config.namespace == ""  # no namespace file
+    (directory / "namespace").write_text("team\n")
+    assert in_cluster_config(directory, environ=env).namespace == "team"
 
 
 async def test_in_cluster_over_real_tls(

@@ -48,7 +48,7 @@ def test_every_yaml_file_in_deploy_parses_and_is_listed_in_the_kustomization() -
 
 
 def test_namespaced_objects_live_in_the_pyscheduler_namespace() -> None:
-    cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding"}
+    cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"}
     for obj in deploy_objects():
         if obj["kind"] not in cluster_scoped:
             assert obj["metadata"]["namespace"] == KUSTOMIZATION["namespace"] == "pyscheduler", obj["kind"]
@@ -60,6 +60,7 @@ def test_namespaced_objects_live_in_the_pyscheduler_namespace() -> None:
     [
         ("ClusterRole", "pyscheduler"),
         ("ClusterRole", "pyscheduler-metrics-reader"),
+        ("ClusterRole", "pyscheduler-debug-reader"),
         ("ClusterRoleBinding", "pyscheduler"),
         ("Role", "pyscheduler-leader-election"),
         ("RoleBinding", "pyscheduler-leader-election"),

@@ -28,7 +28,28 @@ pytestmark = [
 CI_VALUES = sorted(p.name for p in (CHART / "ci").glob("*-values.yaml"))
 
 # Exactly what the scheduler calls on the API (see the comments in templates/clusterrole.yaml).
+# DynamicResources: upstream's kube-scheduler grants for resource.k8s.io, DRAExtendedResource's included.
+DRA_GRANTS = (
+    {("resource.k8s.io", r, v, "*") for r in ("deviceclasses", "resourceslices") for v in ("list", "watch")}
+    | {
+        ("resource.k8s.io", "resourceclaims", v, "*")
+        for v in ("get", "list", "watch", "update", "patch", "create", "delete")
+    }
+    | {
+        ("resource.k8s.io", r, v, "*")
+        for r in ("resourceclaims/status", "resourceclaims/binding")
+        for v in ("update", "patch")
+    }
+    | {("", "pods/finalizers", "update", "*")}
+)
 READ = ("list", "watch")
+# PodGroups of both gang APIs (scheduler-plugins' CRD, upstream's Workload API) and the
+# status of upstream's, which the pod-group cycle writes.
+GANG_GRANTS = (
+    {("scheduling.x-k8s.io", "podgroups", v, "*") for v in READ}
+    | {("scheduling.k8s.io", r, v, "*") for r in ("podgroups", "workloads") for v in READ}
+    | {("scheduling.k8s.io", "podgroups/status", v, "*") for v in ("patch", "update")}
+)
 EXPECTED_CLUSTER_GRANTS = (
     {
         ("", r, v, "*")
@@ -49,6 +70,8 @@ EXPECTED_CLUSTER_GRANTS = (
     }
     | {("", "pods/binding", "create", "*"), ("", "pods/status", "patch", "*")}
     | {(g, "events", v, "*") for g in ("", "events.k8s.io") for v in ("create", "patch")}
+    | DRA_GRANTS
+    | GANG_GRANTS
 )
 PREEMPTION_GRANT = ("", "pods", "delete", "*")
 # Secure serving's delegated authentication and authorization (not with serving.plainHTTP).
@@ -80,7 +103,7 @@ def test_default_install_renders_the_scheduler_objects(render) -> None:
     assert kinds(objects) == {
         "ServiceAccount",
         "ConfigMap",
-        "ClusterRole",  # the scheduler's, and pyscheduler-metrics-reader
+        "ClusterRole",  # the scheduler's, pyscheduler-metrics-reader and pyscheduler-debug-reader
         "ClusterRoleBinding",
         "Role",
         "RoleBinding",
@@ -397,6 +420,14 @@ def test_metrics_reader_role_grants_get_on_metrics_only_and_is_bound_on_request(
         {"kind": "ServiceAccount", "name": "scraper", "namespace": "ops"},
     ]
     assert not {"ClusterRole", "ClusterRoleBinding"} & kinds(render(sets=["rbac.create=false"]))
+
+
+def test_debug_reader_role_grants_get_on_the_debug_paths_only(render) -> None:
+    reader = pick(render(), "ClusterRole", "pyscheduler-debug-reader")
+    assert reader["rules"] == [{"nonResourceURLs": ["/debug/explain", "/debug/shadow"], "verbs": ["get"]}]
+    plain = render(values=["plain-http-values.yaml"])
+    names = [o["metadata"]["name"] for o in plain if o["kind"] == "ClusterRole"]
+    assert "pyscheduler-debug-reader" not in names  # plain HTTP checks no caller
 
 
 def test_grafana_dashboard_charts_the_upstream_metrics(render) -> None:

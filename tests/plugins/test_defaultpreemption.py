@@ -12,7 +12,15 @@ import pytest
 
 from scheduler.api import Pod
 from scheduler.config import DefaultPreemptionArgs, PluginRef, Plugins, PluginSet, Profile
-from scheduler.framework import ApiResponse, Code, CycleState, Diagnosis, PostFilterResult, Status
+from scheduler.framework import (
+    ApiResponse,
+    Code,
+    CycleState,
+    Diagnosis,
+    PostFilterResult,
+    QueueingHint,
+    Status,
+)
 from scheduler.metrics import SchedulerMetrics
 from scheduler.plugins.defaultpreemption import DefaultPreemption
 from scheduler.plugins.defaultpreemption.candidates import (
@@ -142,10 +150,47 @@ async def test_only_the_lowest_priority_pods_needed_are_chosen_as_victims():
     await plugin.executor.wait()
     deleted = [r.path.rsplit("/", 1)[1] for r in handle.client.requests if r.method == "DELETE"]
     assert sorted(deleted) == ["low", "mid"]
-    # ... and once they are done it is let in and sent to the active queue.
+    # ... and once they are done it is let in, but not activated: as upstream, the victims'
+    # delete events bring it back, once the cache has seen the room it made.
     assert plugin.pre_enqueue(preemptor) is None
-    assert handle.activated == [preemptor]
+    assert handle.activated == []
     assert handle.observed == [2]
+
+
+async def test_a_failed_eviction_activates_the_preemptor_at_once():
+    pods = [cpu_pod("low", "n1", "2", 1)]
+    fwk, plugin, handle = setup([make_node("n1", cpu="2")], pods)
+    handle.client.responses.append(ApiResponse(403, {"kind": "Status", "reason": "Forbidden"}))
+    preemptor = make_pod("p", requests={"cpu": "2"}, priority=10)
+    state, diagnosis = diagnose(fwk, handle, preemptor)
+
+    _, status = await plugin.post_filter(state, preemptor, diagnosis)
+    await plugin.executor.wait()
+
+    assert status is None
+    assert handle.activated == [preemptor]  # no delete event will come for the victim left
+    assert plugin.pre_enqueue(preemptor) is None
+
+
+async def test_the_preemptor_is_released_once_the_informer_shows_its_victims_gone():
+    victims = [cpu_pod("low", "n1", "1", 1), cpu_pod("mid", "n1", "1", 2)]
+    fwk, plugin, handle = setup([make_node("n1", cpu="2")], victims)
+    pods = Store(victims)
+    handle.listers["pods"] = pods
+    preemptor = make_pod("p", requests={"cpu": "2"}, priority=10)
+    state, diagnosis = diagnose(fwk, handle, preemptor)
+    await plugin.post_filter(state, preemptor, diagnosis)
+    [hint] = plugin.events_to_register()
+
+    # the calls have not returned yet: while a victim is still listed, the preemptor waits
+    assert plugin.pre_enqueue(preemptor) is not None
+    pods.objects = [victims[1]]
+    assert hint.hint is not None and hint.hint(preemptor, victims[0], None) is QueueingHint.SKIP
+    # every victim's deletion seen (before the calls returned): the delete event lets it in
+    pods.objects = []
+    assert hint.hint(preemptor, victims[1], None) is QueueingHint.QUEUE
+    assert plugin.pre_enqueue(preemptor) is None
+    await plugin.executor.wait()
 
 
 async def test_pods_of_equal_or_higher_priority_are_never_victims():

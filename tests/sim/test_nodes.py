@@ -29,7 +29,7 @@ def test_default_nodes_spread_round_robin_over_three_zones() -> None:
 
 def test_the_shipped_example_template_builds_its_groups() -> None:
     nodes = {n["metadata"]["name"]: n for n in build_nodes(template=EXAMPLE)}
-    assert len(nodes) == 9
+    assert len(nodes) == 11
     gpu = nodes["gpu-0001"]
     assert gpu["spec"]["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
     assert gpu["status"]["allocatable"]["nvidia.com/gpu"] == "4"

@@ -45,6 +45,21 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: test
 {{- end }}
 
+{{/*
+The PodGroup controller's labels: a name of its own, so that no selector of the scheduler
+(Deployment, Service, PodDisruptionBudget, anti-affinity) counts its pod as a replica.
+*/}}
+{{- define "pyscheduler.podgroupControllerSelectorLabels" -}}
+app.kubernetes.io/name: {{ printf "%s-podgroup-controller" (include "pyscheduler.name" .) | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "pyscheduler.podgroupControllerLabels" -}}
+{{ include "pyscheduler.commonLabels" . }}
+{{ include "pyscheduler.podgroupControllerSelectorLabels" . }}
+app.kubernetes.io/component: podgroup-controller
+{{- end }}
+
 {{- define "pyscheduler.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create }}
 {{- default (include "pyscheduler.fullname" .) .Values.serviceAccount.name }}

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import ClassVar
 
 from scheduler.api import Pod
 from scheduler.config import DefaultPreemptionArgs
 from scheduler.framework import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
     Code,
     CycleState,
     Diagnosis,
@@ -26,9 +29,11 @@ from scheduler.framework import (
     NodeLister,
     PluginsRunner,
     PostFilterResult,
+    QueueingHint,
     Status,
     WaitingPods,
 )
+from scheduler.framework.interface import POD
 from scheduler.framework.messages import fit_error_message
 from scheduler.plugins import names
 from scheduler.plugins.defaultpreemption.candidates import Candidate, dry_run, num_candidates, pick_one
@@ -57,9 +62,17 @@ class DefaultPreemption:
     def pre_enqueue(self, pod: Pod) -> Status | None:
         """Hold a preemptor back while its victims are still being evicted (upstream does too), so
         a retry before the evictions land cannot start a second preemption elsewhere."""
-        if pod.uid in self.executor.preempting:
+        if self.executor.holds_back(pod.uid):
             return Status.unresolvable(WAITING_FOR_PREEMPTION)
         return None
+
+    def events_to_register(self) -> Iterable[ClusterEventWithHint]:
+        """A pod deletion may end the wait PreEnqueue imposes: the preemptor held back is looked at
+        again once its victims are gone (upstream registers the same event)."""
+        return (ClusterEventWithHint(ClusterEvent(POD, ActionType.DELETE), self._after_pod_deletion),)
+
+    def _after_pod_deletion(self, pod: Pod, old: Pod, new: Pod | None) -> QueueingHint:
+        return QueueingHint.SKIP if self.executor.holds_back(pod.uid) else QueueingHint.QUEUE
 
     # ------------------------------------------------------------------ PostFilter
 
@@ -77,14 +90,37 @@ class DefaultPreemption:
         self, state: CycleState, pod: Pod, diagnosis: Diagnosis
     ) -> tuple[PostFilterResult | None, Status | None, int | None]:
         pod = self._latest(pod)
+        best, result, status = await self.choose(state, pod, diagnosis)
+        if best is None:
+            return result, status, None
+        to_evict = [v for v in best.victims.pods if not v.is_terminating]
+        if not to_evict:
+            # As upstream: every victim is already on its way out, so nothing is called, no
+            # nomination is cleared and the pod waits for their deletion like any other event.
+            return PostFilterResult(best.node_name), None, None
+        log.info("preempting %d pod(s) on %s for %s", len(to_evict), best.node_name, pod.key)
+        displaced = [
+            p
+            for p in self._handle.nominated_pods_for_node(best.node_name)
+            if p.priority < pod.priority and p.uid != pod.uid
+        ]
+        self.executor.start(pod, best.node_name, to_evict, displaced)
+        return PostFilterResult(best.node_name), None, len(best.victims.pods)
+
+    async def choose(
+        self, state: CycleState, pod: Pod, diagnosis: Diagnosis
+    ) -> tuple[Candidate | None, PostFilterResult | None, Status | None]:
+        """The dry run alone, evicting nothing: the candidate preemption would pick (its node and
+        victims), or (None, the result, the status) PostFilter answers when none helps. Explain
+        calls it directly."""
         eligible, reason = self.eligible(pod, diagnosis)
         if not eligible:
-            return None, Status.unschedulable(reason), None
+            return None, None, Status.unschedulable(reason)
 
         snapshot = self._handle.snapshot
         all_nodes = snapshot.node_infos()
         if not all_nodes:
-            return None, Status.from_error(RuntimeError("no nodes available")), None
+            return None, None, Status.from_error(RuntimeError("no nodes available"))
         potential = _unschedulable(all_nodes, diagnosis)
         candidates: list[Candidate] = []
         statuses: dict[str, Status] = {}
@@ -108,7 +144,7 @@ class DefaultPreemption:
         if not candidates:
             errors = [s for s in statuses.values() if s.code == Code.ERROR]
             if errors:
-                return None, _aggregate(errors), None
+                return None, None, _aggregate(errors)
             message = fit_error_message(
                 len(all_nodes),
                 Diagnosis(
@@ -116,29 +152,17 @@ class DefaultPreemption:
                 ),
             )
             # An empty nomination clears a stale one.
-            return PostFilterResult(""), Status.unschedulable(message), None
+            return None, PostFilterResult(""), Status.unschedulable(message)
 
         if self._handle.extenders:
             narrowed = await call_extenders(self._handle.extenders, pod, candidates, snapshot)
             if isinstance(narrowed, Status):
-                return None, narrowed, None
+                return None, None, narrowed
             candidates = narrowed
         best = pick_one(candidates)
         if best is None:
-            return None, Status.unschedulable("no candidate node for preemption"), None
-        to_evict = [v for v in best.victims.pods if not v.is_terminating]
-        if not to_evict:
-            # As upstream: every victim is already on its way out, so nothing is called, no
-            # nomination is cleared and the pod waits for their deletion like any other event.
-            return PostFilterResult(best.node_name), None, None
-        log.info("preempting %d pod(s) on %s for %s", len(to_evict), best.node_name, pod.key)
-        displaced = [
-            p
-            for p in self._handle.nominated_pods_for_node(best.node_name)
-            if p.priority < pod.priority and p.uid != pod.uid
-        ]
-        self.executor.start(pod, best.node_name, to_evict, displaced)
-        return PostFilterResult(best.node_name), None, len(best.victims.pods)
+            return None, None, Status.unschedulable("no candidate node for preemption")
+        return best, None, None
 
     def eligible(self, pod: Pod, diagnosis: Diagnosis) -> tuple[bool, str]:
         """Upstream's PodEligibleToPreemptOthers."""

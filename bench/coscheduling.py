@@ -1,0 +1,134 @@
+"""Coscheduling (scheduler-plugins' PodGroup CRD): whole gangs through the local endpoint.
+
+    python -m bench.coscheduling [--nodes 1000] [--gangs 10] [--size 100]
+
+The app runs in this process over HTTP against a SimCluster without kubelet, with the PodGroup
+CRD the chart ships and the profile scheduler-plugins documents (Coscheduling, PrioritySort
+off). Each gang is a PodGroup with ``minMember`` = its size; its members are created one by one
+through the API and bound by POST pods/binding (client rate limits lifted). Prints the pods per
+second over all gangs and the time from a gang's last member being created to all its members
+bound (p50, max). Figures are printed, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import copy
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from scheduler.app import SchedulerApp
+from scheduler.config import parse_config
+from scheduler.plugins.coscheduling import POD_GROUP_LABEL, PODGROUPS, CoschedulingArgs
+from scheduler.serving.options import ServingOptions
+from scheduler.sim import SimCluster
+
+CRD = yaml.safe_load(
+    (
+        Path(__file__).resolve().parents[1] / "helm/pyscheduler/crds/scheduling.x-k8s.io_podgroups.yaml"
+    ).read_text()
+)
+CONFIG = {
+    "apiVersion": "kubescheduler.config.k8s.io/v1",
+    "kind": "KubeSchedulerConfiguration",
+    "leaderElection": {"leaderElect": False},
+    # client-side rate limits off: 100 bindings at the default 50 qps would be the figure
+    "clientConnection": {"qps": 100000, "burst": 100000},
+    "profiles": [
+        {
+            "schedulerName": "pyscheduler",
+            "plugins": {
+                "multiPoint": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "PrioritySort"}]}
+            },
+        }
+    ],
+}
+
+
+async def run(nodes: int, gangs: int, size: int) -> tuple[float, list[float]]:
+    with tempfile.TemporaryDirectory() as workdir:
+        async with SimCluster(nodes=nodes, kubelet=False, controllers=False) as sim:
+            await sim.create("customresourcedefinitions", copy.deepcopy(CRD))
+            await _until(lambda: "podgroups.scheduling.x-k8s.io" in sim.api.kinds.by_store_name)
+            config = parse_config(CONFIG, {"Coscheduling": CoschedulingArgs})
+            kubeconfig = sim.write_kubeconfig(Path(workdir) / "kubeconfig")
+            serving = ServingOptions(bind_address="127.0.0.1", port=0, plain_http=True)
+            app = SchedulerApp(config, kubeconfig=str(kubeconfig), serving=serving, watches=[PODGROUPS])
+            task = asyncio.create_task(app.run())
+            try:
+                await _until(lambda: app.scheduler is not None and app._handler_sync_check() is None)
+                return await _gangs(sim, gangs, size)
+            finally:
+                app.shutting_down.set()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.wait_for(task, 30)
+
+
+async def _gangs(sim: SimCluster, gangs: int, size: int) -> tuple[float, list[float]]:
+    latencies: list[float] = []
+    for g in range(gangs):
+        name = f"gang-{g:02d}"
+        group = {
+            "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+            "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"minMember": size},
+        }
+        await sim.create("podgroups.scheduling.x-k8s.io", group)
+        names = [f"{name}-{i:03d}" for i in range(size)]
+        for pod_name in names:
+            await sim.create("pods", _member(pod_name, name))
+        arrived = time.perf_counter()
+        await _until(lambda names=names: all(_bound(sim, n) for n in names), interval=0.005)
+        latencies.append(time.perf_counter() - arrived)
+    return gangs * size / sum(latencies), latencies
+
+
+def _member(name: str, gang: str) -> dict[str, Any]:
+    resources = {"requests": {"cpu": "1", "memory": "1Gi"}}
+    return {
+        "metadata": {"name": name, "namespace": "default", "labels": {POD_GROUP_LABEL: gang}},
+        "spec": {
+            "schedulerName": "pyscheduler",
+            "containers": [{"name": "c", "image": "nginx", "resources": resources}],
+        },
+    }
+
+
+def _bound(sim: SimCluster, name: str) -> bool:
+    return bool(((sim.store.get("pods", "default", name) or {}).get("spec") or {}).get("nodeName"))
+
+
+async def _until(done: Callable[[], bool], timeout: float = 300.0, interval: float = 0.05) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the gangs were not bound in time")
+        await asyncio.sleep(interval)
+
+
+async def main(args: argparse.Namespace) -> None:
+    print(
+        f"{args.gangs} gangs x {args.size} pods (1 cpu each) on {args.nodes} nodes (4 cpu each), Coscheduling"
+    )
+    pods_per_s, latencies = await run(args.nodes, args.gangs, args.size)
+    print(
+        f"  {pods_per_s:7.0f} pods/s; last member created -> gang bound: "
+        f"p50 {statistics.median(latencies) * 1000:.0f} ms, max {max(latencies) * 1000:.0f} ms"
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--gangs", type=int, default=10)
+    parser.add_argument("--size", type=int, default=100)
+    asyncio.run(main(parser.parse_args()))

@@ -1,0 +1,230 @@
+"""Gang scheduling (GenericWorkload + GangScheduling): whole pod groups on many nodes.
+
+    python -m bench.gang [--nodes 1000] [--gangs 10] [--size 100] [--endpoint]
+
+Each gang is a scheduling.k8s.io/v1alpha2 PodGroup with ``minCount`` = its size. Its members
+arrive one by one (held at PreEnqueue until the last one is there); then one pod-group cycle
+places the whole gang and binds it (in memory). Prints, per run, the pods per second over all
+gangs, the time from a gang's last member arriving to all its members bound (p50, max) and how
+long a gang's members took to arrive, with the default profile and with one without default
+spreading (whose pods OpportunisticBatching can sign). ``--endpoint`` runs the default profile
+through the local endpoint instead: the app in this process over HTTP against a SimCluster
+without kubelet, the pods created through the API and bound by POST pods/binding, with the
+client's rate limits lifted (at the default 50 qps a gang's 100 bindings alone take 2 s). Figures
+are printed, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from bench.common import Harness, make_node, make_pod
+from scheduler.api import Pod
+from scheduler.app import SchedulerApp
+from scheduler.config import SchedulerConfiguration, default_config, parse_config
+from scheduler.features import FeatureGates
+from scheduler.framework import ApiResponse
+from scheduler.plugins.gangscheduling import PODGROUPS
+from scheduler.serving.options import ServingOptions
+from scheduler.sim import SimCluster
+
+GATES = FeatureGates.parse("GenericWorkload=true,GangScheduling=true")
+NO_DEFAULT_SPREAD = {
+    "apiVersion": "kubescheduler.config.k8s.io/v1",
+    "kind": "KubeSchedulerConfiguration",
+    "profiles": [
+        {
+            "schedulerName": "pyscheduler",
+            "pluginConfig": [
+                {"name": "PodTopologySpread", "args": {"defaultingType": "List", "defaultConstraints": []}}
+            ],
+        }
+    ],
+}
+
+
+class PodGroupLister:
+    """The PodGroup informer's store, as the plugins read it."""
+
+    def __init__(self) -> None:
+        self.groups: dict[str, Mapping[str, Any]] = {}
+
+    def get(self, key: str) -> Mapping[str, Any] | None:
+        return self.groups.get(key)
+
+    def list(self) -> list[Mapping[str, Any]]:
+        return list(self.groups.values())
+
+
+class StatusOnly:
+    """The API as far as the pod-group cycle calls it here: PodGroup status writes succeed."""
+
+    async def request(self, method: str, path: str, body: Any = None, **_: Any) -> ApiResponse:
+        if method == "PATCH" and path.endswith("/status"):
+            return ApiResponse(200, {})
+        raise RuntimeError(f"no API server in the benchmark ({method} {path})")
+
+
+class Queueing:
+    """What the pod informer's handler does with a new pending pod: queue it."""
+
+    def __init__(self, queue: Any) -> None:
+        self.queue = queue
+
+    def on_add(self, pod: Pod) -> None:
+        self.queue.add(pod)
+
+
+def gang_group(name: str, size: int) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "default", "generation": 1},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": size}}},
+    }
+
+
+def member(gang: str, i: int) -> Pod:
+    pod = make_pod(f"{gang}-{i:03d}", {"gang": gang}, cpu="1", memory="1Gi")
+    pod.pod_group = gang
+    return pod
+
+
+async def run(
+    nodes: int, gangs: int, size: int, config: SchedulerConfiguration
+) -> tuple[float, list[float], list[float]]:
+    """Pods/s while gangs are scheduled, per gang the time from its last member's arrival to all
+    bound, and per gang the time its members took to arrive (queueing and PreEnqueue re-checks)."""
+    lister = PodGroupLister()
+    harness = Harness(
+        nodes, make_node, config=config, features=GATES, listers={PODGROUPS: lister}, client=StatusOnly()
+    )
+    cycle = harness.scheduler.pod_groups
+    assert cycle is not None, "GenericWorkload is on"
+    arrivals = cycle.members.handler(Queueing(harness.queue), harness.queue, wake_gangs=True)
+    latencies: list[float] = []
+    arrival_times: list[float] = []
+    busy = 0.0
+    for g in range(gangs):
+        name = f"gang-{g:02d}"
+        lister.groups[f"default/{name}"] = gang_group(name, size)
+        first = time.perf_counter()
+        for i in range(size):
+            arrivals.on_add(member(name, i))
+        arrived = time.perf_counter()  # the last member is in: the gang may go
+        arrival_times.append(arrived - first)
+        info = await harness.queue.pop()
+        await harness.scheduler.attempt(info)
+        await harness.scheduler.wait_for_bindings(60)
+        done = time.perf_counter()
+        latencies.append(done - arrived)
+        busy += done - arrived
+    bound = harness.cache.assumed_count()
+    if bound != gangs * size:
+        print(f"  only {bound} of {gangs * size} pods were bound")
+    return gangs * size / busy, latencies, arrival_times
+
+
+async def run_on_endpoint(nodes: int, gangs: int, size: int) -> tuple[float, list[float], list[float]]:
+    """The same through the local endpoint: the app in this process, over HTTP, against a
+    SimCluster without kubelet (the endpoint's own work counts in the figures)."""
+    with tempfile.TemporaryDirectory() as workdir:
+        async with SimCluster(nodes=nodes, kubelet=False, controllers=False) as sim:
+            config = default_config(features=GATES)
+            config.leader_election.leader_elect = False
+            # client-side rate limits off: 100 bindings at the default 50 qps would be the figure
+            config.client_connection.qps, config.client_connection.burst = 100_000.0, 100_000
+            kubeconfig = sim.write_kubeconfig(Path(workdir) / "kubeconfig")
+            serving = ServingOptions(bind_address="127.0.0.1", port=0, plain_http=True)
+            app = SchedulerApp(config, kubeconfig=str(kubeconfig), serving=serving, features=GATES)
+            task = asyncio.create_task(app.run())
+            try:
+                await _until(lambda: app.scheduler is not None and app._handler_sync_check() is None)
+                return await _gangs_through(sim, gangs, size)
+            finally:
+                app.shutting_down.set()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.wait_for(task, 30)
+
+
+async def _gangs_through(sim: SimCluster, gangs: int, size: int) -> tuple[float, list[float], list[float]]:
+    latencies: list[float] = []
+    arrival_times: list[float] = []
+    for g in range(gangs):
+        name = f"gang-{g:02d}"
+        group = {"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup", **gang_group(name, size)}
+        await sim.create("podgroups", group)
+        names = [f"{name}-{i:03d}" for i in range(size)]
+        first = time.perf_counter()
+        for pod_name in names:
+            await sim.create("pods", _member_manifest(pod_name, name))
+        arrived = time.perf_counter()
+        await _until(lambda names=names: all(_bound(sim, n) for n in names), interval=0.005)
+        latencies.append(time.perf_counter() - arrived)
+        arrival_times.append(arrived - first)
+    return gangs * size / sum(latencies), latencies, arrival_times
+
+
+def _member_manifest(name: str, gang: str) -> dict[str, Any]:
+    resources = {"requests": {"cpu": "1", "memory": "1Gi"}}
+    return {
+        "metadata": {"name": name, "namespace": "default", "labels": {"gang": gang}},
+        "spec": {
+            "schedulerName": "pyscheduler",
+            "schedulingGroup": {"podGroupName": gang},
+            "containers": [{"name": "c", "image": "nginx", "resources": resources}],
+        },
+    }
+
+
+def _bound(sim: SimCluster, name: str) -> bool:
+    return bool(((sim.store.get("pods", "default", name) or {}).get("spec") or {}).get("nodeName"))
+
+
+async def _until(done: Callable[[], bool], timeout: float = 120.0, interval: float = 0.05) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the gangs were not bound in time")
+        await asyncio.sleep(interval)
+
+
+async def main(args: argparse.Namespace) -> None:
+    shape = f"{args.gangs} gangs x {args.size} pods (1 cpu each) on {args.nodes} nodes (4 cpu each)"
+    if args.endpoint:
+        print(f"{shape}, through the local endpoint")
+        pods_per_s, latencies, arrival_times = await run_on_endpoint(args.nodes, args.gangs, args.size)
+        _print("default profile", args.size, pods_per_s, latencies, arrival_times)
+        return
+    print(f"{shape}, in process")
+    for label, config in (
+        ("default profile", default_config(features=GATES)),
+        ("no default spreading", parse_config(NO_DEFAULT_SPREAD, features=GATES)),
+    ):
+        pods_per_s, latencies, arrival_times = await run(args.nodes, args.gangs, args.size, config)
+        _print(label, args.size, pods_per_s, latencies, arrival_times)
+
+
+def _print(
+    label: str, size: int, pods_per_s: float, latencies: list[float], arrival_times: list[float]
+) -> None:
+    print(
+        f"  {label:<22} {pods_per_s:7.0f} pods/s; last member in -> gang bound: "
+        f"p50 {statistics.median(latencies) * 1000:.0f} ms, max {max(latencies) * 1000:.0f} ms; "
+        f"a gang's {size} arrivals: p50 {statistics.median(arrival_times) * 1000:.0f} ms"
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--gangs", type=int, default=10)
+    parser.add_argument("--size", type=int, default=100)
+    parser.add_argument("--endpoint", action="store_true", help="through the local endpoint (HTTP)")
+    asyncio.run(main(parser.parse_args()))

@@ -1,0 +1,516 @@
+"""Which devices a pod's unallocated claims get on one node: upstream's structured allocator.
+
+A depth-first search over claims, their requests (for ``firstAvailable``, the alternatives in
+order) and the devices each needs, in pool order (driver, pool), slice name and device order;
+it backtracks when a later request or a ``matchAttribute`` constraint cannot be met. A device is
+taken when it is not allocated to any claim yet (``adminAccess`` requests may share one), every
+selector of its class and of the request matches, and its taints are tolerated. The result of
+each claim is the API's ``AllocationResult``: devices per request, the class and claim
+configuration for the requests that got devices, and the node selector the devices imply.
+
+``allocate`` returns None when the claims do not fit on the node, raises ``NodeFailure`` when
+the node's pools are unusable (the plugin then reports it for that node only), and
+``ClaimError`` for a problem of a claim or class (a bad selector, an All request over a pool
+being updated): upstream stops scheduling the pod with that error.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection, Container, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from scheduler.dra.cel import CelError, SelectorCache
+from scheduler.dra.model import Device, DeviceID, Pool, SliceIndex
+
+ALLOCATION_RESULTS_MAX_SIZE = 32  # upstream's AllocationResultsMaxSize
+ALL = "All"
+EXACT_COUNT = "ExactCount"
+
+
+class ClaimError(Exception):
+    """A claim or its class cannot be allocated anywhere; the message is upstream's."""
+
+
+class NodeFailure(Exception):
+    """The node's pools cannot be used now; other nodes may still do."""
+
+
+class AllocationTimeout(Exception):
+    """The search on one node ran past its time limit (upstream's filter timeout)."""
+
+
+# how many search steps run between two looks at the clock
+_STEPS_PER_CLOCK_CHECK = 256
+
+
+def claim_ref(claim: Mapping[str, Any]) -> str:
+    meta = claim.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+def device_string(device_id: DeviceID) -> str:
+    return "/".join(device_id)
+
+
+@dataclass(slots=True, eq=False)
+class _Request:
+    """One request, or one alternative of a firstAvailable request, ready for matching."""
+
+    name: str  # "req" or "req/sub"
+    base: str
+    sub: str
+    cls: Mapping[str, Any]
+    class_name: str
+    # (expression, who owns it for error messages): the class's selectors, then the request's
+    selectors: tuple[tuple[str, str], ...]
+    mode: str
+    count: int
+    admin: bool
+    tolerations: tuple[Mapping[str, Any], ...]
+
+
+@dataclass(slots=True, eq=False)
+class _Slot:
+    """A request of a claim: its own data, or its alternatives."""
+
+    exact: _Request | None
+    alternatives: list[_Request]
+
+
+@dataclass(slots=True, eq=False)
+class _Claim:
+    claim: Mapping[str, Any]
+    slots: list[_Slot]
+    constraints: list[tuple[str, tuple[str, ...]]]  # matchAttribute, requests
+
+
+class _MatchAttribute:
+    __slots__ = ("attribute", "count", "requests", "value")
+
+    def __init__(self, attribute: str, requests: Collection[str]) -> None:
+        self.attribute = attribute
+        self.requests = frozenset(requests)
+        self.value: Any = None
+        self.count = 0
+
+    def _applies(self, request: _Request) -> bool:
+        return not self.requests or request.base in self.requests or request.name in self.requests
+
+    def add(self, request: _Request, device: Device) -> bool:
+        if not self._applies(request):
+            return True
+        value = _lookup_attribute(device, self.attribute)
+        if value is None:
+            return False
+        if self.count == 0:
+            self.value = value
+        elif value != self.value:
+            return False
+        self.count += 1
+        return True
+
+    def remove(self, request: _Request) -> None:
+        if self._applies(request):
+            self.count -= 1
+
+
+def _lookup_attribute(device: Device, name: str) -> Any:
+    if name in device.attributes:
+        return device.attributes[name]
+    domain, sep, ident = name.partition("/")
+    if sep and domain == device.id[0]:
+        return device.attributes.get(ident)
+    return None
+
+
+def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
+    """A device toleration against a device taint, as core/v1 tolerations match taints."""
+    effect = toleration.get("effect") or ""
+    if effect and effect != taint.get("effect"):
+        return False
+    key = toleration.get("key") or ""
+    if key and key != taint.get("key"):
+        return False
+    operator = toleration.get("operator") or "Equal"
+    if operator == "Exists":
+        return True
+    return operator == "Equal" and (toleration.get("value") or "") == (taint.get("value") or "")
+
+
+def _taint_blocks(device: Device, request: _Request) -> bool:
+    return any(
+        taint.get("effect") in ("NoSchedule", "NoExecute")
+        and not any(tolerates(t, taint) for t in request.tolerations)
+        for taint in device.taints
+    )
+
+
+class Allocator:
+    """Allocation of one pod's unallocated claims against one snapshot of slices, classes and
+    allocated devices (one cycle): the claims are read once, then ``allocate`` runs per node."""
+
+    def __init__(
+        self,
+        index: SliceIndex,
+        allocated: Container[DeviceID],
+        classes: Callable[[str], Mapping[str, Any] | None],
+        selectors: SelectorCache,
+        claims: Sequence[Mapping[str, Any]],
+        timeout: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """ClaimError when a claim cannot be allocated anywhere (a missing class, too many devices).
+        ``timeout`` (seconds, 0 for none) bounds the search on each node."""
+        self.timeout = timeout
+        self.clock = clock
+        self.index = index
+        self.allocated = allocated
+        self.classes = classes
+        self.selectors = selectors
+        self.claims = [self._prepare(claim) for claim in claims]
+
+    def allocate(self, node_name: str, labels: Mapping[str, str]) -> NodeAllocation | None:
+        """AllocationTimeout when the search on this node takes longer than ``timeout``."""
+        search = _Search(self, self.index.pools_for(node_name, labels))
+        if not search.run():
+            if any(p.invalid for p in search.pools):
+                raise NodeFailure("invalid resource pools were encountered")
+            return None
+        return NodeAllocation(self.claims, search.results)
+
+    def _prepare(self, claim: Mapping[str, Any]) -> _Claim:
+        devices = (claim.get("spec") or {}).get("devices") or {}
+        slots = []
+        min_devices = 0
+        for raw in devices.get("requests") or ():
+            name = str(raw.get("name", ""))
+            if raw.get("firstAvailable"):
+                alternatives = [
+                    self._request(claim, sub, f"{name}/{sub.get('name', '')}", name, str(sub.get("name", "")))
+                    for sub in raw["firstAvailable"]
+                ]
+                slots.append(_Slot(None, alternatives))
+                min_devices += min(r.count for r in alternatives)
+            else:
+                exact = self._request(claim, raw.get("exactly") or {}, name, name, "")
+                slots.append(_Slot(exact, []))
+                min_devices += exact.count
+        if min_devices > ALLOCATION_RESULTS_MAX_SIZE:
+            raise ClaimError(
+                f"claim {claim_ref(claim)}: number of requested devices {min_devices} exceeds the claim "
+                f"limit of {ALLOCATION_RESULTS_MAX_SIZE}"
+            )
+        constraints = []
+        for i, raw in enumerate(devices.get("constraints") or ()):
+            attribute = raw.get("matchAttribute")
+            if not attribute:
+                raise ClaimError(
+                    f"claim {claim_ref(claim)}, constraint #{i}: empty constraint "
+                    "(unsupported constraint type?)"
+                )
+            constraints.append((str(attribute), tuple(raw.get("requests") or ())))
+        return _Claim(claim, slots, constraints)
+
+    def _request(
+        self, claim: Mapping[str, Any], raw: Mapping[str, Any], name: str, base: str, sub: str
+    ) -> _Request:
+        class_name = str(raw.get("deviceClassName") or "")
+        if not class_name:
+            raise ClaimError(
+                f"claim {claim_ref(claim)}, request {name}: missing device class name "
+                "(unsupported request type?)"
+            )
+        cls = self.classes(class_name)
+        if cls is None:
+            raise ClaimError(
+                f"claim {claim_ref(claim)}, request {name}: could not retrieve device class {class_name}: "
+                f'deviceclass.resource.k8s.io "{class_name}" not found'
+            )
+        selectors = [
+            (str((selector.get("cel") or {}).get("expression") or ""), f"class {class_name}: selector #{i}")
+            for i, selector in enumerate((cls.get("spec") or {}).get("selectors") or ())
+        ]
+        for i, selector in enumerate(raw.get("selectors") or ()):
+            expression = (selector.get("cel") or {}).get("expression")
+            if not expression:
+                raise ClaimError(
+                    f"claim {claim_ref(claim)}, request {name}, selector #{i}: CEL expression empty "
+                    "(unsupported selector type?)"
+                )
+            selectors.append((str(expression), f"claim {claim_ref(claim)}: selector #{i}"))
+        mode = str(raw.get("allocationMode") or EXACT_COUNT)
+        if mode not in (ALL, EXACT_COUNT):
+            raise ClaimError(f"claim {claim_ref(claim)}, request {name}: unsupported count mode {mode}")
+        return _Request(
+            name=name,
+            base=base,
+            sub=sub,
+            cls=cls,
+            class_name=class_name,
+            selectors=tuple(selectors),
+            mode=mode,
+            count=int(raw.get("count") or 1),
+            admin=bool(raw.get("adminAccess")),
+            tolerations=tuple(raw.get("tolerations") or ()),
+        )
+
+
+class NodeAllocation:
+    """The devices found on one node, per claim; ``results`` are the API's AllocationResults."""
+
+    __slots__ = ("_chosen", "_claims", "_results")
+
+    def __init__(self, claims: Sequence[_Claim], chosen: list[list[tuple[_Request, Device]]]) -> None:
+        self._claims = claims
+        self._chosen = chosen
+        self._results: list[dict[str, Any]] | None = None
+
+    def results(self) -> list[dict[str, Any]]:
+        """Built when asked (Reserve, Score): Filter finds many nodes, only one is taken."""
+        if self._results is None:
+            self._results = [
+                _result(c.claim, chosen) for c, chosen in zip(self._claims, self._chosen, strict=True)
+            ]
+        return self._results
+
+
+class _Search:
+    """One node's depth-first search."""
+
+    def __init__(self, allocator: Allocator, pools: list[Pool]) -> None:
+        self.a = allocator
+        self.pools = pools
+        self.claims = allocator.claims
+        self.constraints = [[_MatchAttribute(a, r) for a, r in c.constraints] for c in self.claims]
+        self.allocating: dict[DeviceID, set[int]] = {}
+        self.results: list[list[tuple[_Request, Device]]] = [[] for _ in self.claims]
+        self.all_devices: dict[int, list[Device]] = {}  # id(request) -> its devices on this node
+        self.timed = allocator.timeout > 0
+        self.deadline = allocator.clock() + allocator.timeout if self.timed else 0.0
+        self.steps = 0
+
+    def run(self) -> bool:
+        for claim in self.claims:
+            for slot in claim.slots:
+                for request in (slot.exact,) if slot.exact is not None else slot.alternatives:
+                    if request.mode == ALL:
+                        self.all_devices[id(request)] = self._all_devices(claim.claim, request)
+        return self._one(0, 0, 0, None)
+
+    def _all_devices(self, claim: Mapping[str, Any], request: _Request) -> list[Device]:
+        devices: list[Device] = []
+        for pool in self.pools:
+            if pool.incomplete:
+                raise ClaimError(
+                    f"claim {claim_ref(claim)}, request {request.name}: asks for all devices, but resource "
+                    f"pool {pool.pool_id} is currently being updated"
+                )
+            if pool.invalid:
+                raise ClaimError(
+                    f"claim {claim_ref(claim)}, request {request.name}: asks for all devices, but resource "
+                    f"pool {pool.pool_id} is currently invalid"
+                )
+            devices += (d for d in pool.devices() if self._selectable(request, d))
+        return devices
+
+    # ---------------------------------------------------------------- matching
+
+    def _selectable(self, request: _Request, device: Device) -> bool:
+        return all(self._matches(expression, device, owner) for expression, owner in request.selectors)
+
+    def _matches(self, expression: str, device: Device, owner: str) -> bool:
+        known = device.matches.get(expression)
+        if known is not None:
+            return known
+        try:
+            selector = self.a.selectors.get(expression)
+        except CelError as exc:
+            raise ClaimError(f"{owner}: CEL compile error: {exc}") from None
+        try:
+            result = selector.matches(device.cel)
+        except CelError as exc:
+            raise ClaimError(f"{owner}: CEL runtime error: {exc}") from None
+        device.matches[expression] = result
+        return result
+
+    def _in_use(self, device_id: DeviceID) -> bool:
+        return device_id in self.a.allocated or bool(self.allocating.get(device_id))
+
+    # ---------------------------------------------------------------- search
+
+    def _step(self) -> None:
+        """One device looked at; now and then, a look at the clock."""
+        self.steps += 1
+        if self.steps % _STEPS_PER_CLOCK_CHECK == 0 and self.a.clock() > self.deadline:
+            raise AllocationTimeout
+
+    def _one(self, ci: int, ri: int, di: int, sub: int | None) -> bool:
+        if ci >= len(self.claims):
+            return True
+        slots = self.claims[ci].slots
+        if ri >= len(slots):
+            return self._one(ci + 1, 0, 0, None)
+        slot = slots[ri]
+        if slot.exact is None and sub is None:
+            return any(self._one(ci, ri, 0, k) for k in range(len(slot.alternatives)))
+        request = slot.exact if slot.exact is not None else slot.alternatives[sub or 0]
+        if request.mode == ALL:
+            devices = self.all_devices[id(request)]
+            if not devices:
+                return False
+            if di >= len(devices):
+                return self._one(ci, ri + 1, 0, None)
+            if not self._add(ci, request, devices[di], must=True):
+                return False
+            if self._one(ci, ri, di + 1, sub):
+                return True
+            self._remove(ci, request, devices[di])
+            return False
+        if di >= request.count:
+            return self._one(ci, ri + 1, 0, None)
+        for pool in self.pools:
+            if pool.incomplete or pool.invalid:
+                continue
+            for device in pool.devices():
+                if self.timed:
+                    self._step()
+                if not request.admin and self._in_use(device.id):
+                    continue
+                if not self._selectable(request, device):
+                    continue
+                if not self._add(ci, request, device, must=False):
+                    continue
+                if self._one(ci, ri, di + 1, sub):
+                    return True
+                self._remove(ci, request, device)
+        return False
+
+    def _add(self, ci: int, request: _Request, device: Device, must: bool) -> bool:
+        if request.admin:
+            if ci in self.allocating.get(device.id, ()):
+                return False
+        elif self._in_use(device.id):
+            return False
+        if device.taints and _taint_blocks(device, request):
+            return False
+        constraints = self.constraints[ci]
+        for i, constraint in enumerate(constraints):
+            if not constraint.add(request, device):
+                if must:
+                    raise ClaimError(
+                        f"claim {claim_ref(self.claims[ci].claim)}, request {request.name}: cannot add "
+                        f"device {device_string(device.id)} because a claim constraint would not be satisfied"
+                    )
+                for earlier in constraints[:i]:
+                    earlier.remove(request)
+                return False
+        self.allocating.setdefault(device.id, set()).add(ci)
+        self.results[ci].append((request, device))
+        return True
+
+    def _remove(self, ci: int, request: _Request, device: Device) -> None:
+        for constraint in self.constraints[ci]:
+            constraint.remove(request)
+        self.allocating[device.id].discard(ci)
+        self.results[ci].pop()
+
+
+# ---------------------------------------------------------------- results
+
+
+def _result(claim: Mapping[str, Any], chosen: Sequence[tuple[_Request, Device]]) -> dict[str, Any]:
+    results = []
+    for request, device in chosen:
+        entry: dict[str, Any] = {
+            "request": request.name,
+            "driver": device.id[0],
+            "pool": device.id[1],
+            "device": device.id[2],
+        }
+        if request.admin:
+            entry["adminAccess"] = True
+        if request.tolerations:
+            entry["tolerations"] = [dict(t) for t in request.tolerations]
+        results.append(entry)
+    allocation: dict[str, Any] = {"devices": {"results": results}}
+    config = _config(claim, chosen)
+    if config:
+        allocation["devices"]["config"] = config
+    node_selector = _node_selector(device for _, device in chosen)
+    if node_selector is not None:
+        allocation["nodeSelector"] = node_selector
+    return allocation
+
+
+def _config(claim: Mapping[str, Any], chosen: Sequence[tuple[_Request, Device]]) -> list[dict[str, Any]]:
+    """Class configuration for each class used (once per class, naming its requests), then the
+    claim's own for the requests (or alternatives) that got devices, as upstream."""
+    picked: dict[str, _Request] = {}
+    for request, _ in chosen:
+        picked.setdefault(request.base, request)
+    config: list[dict[str, Any]] = []
+    by_class: dict[str, list[dict[str, Any]]] = {}
+    devices = (claim.get("spec") or {}).get("devices") or {}
+    for raw in devices.get("requests") or ():
+        used = picked.get(str(raw.get("name", "")))
+        if used is None:
+            continue
+        if used.class_name in by_class:
+            for entry in by_class[used.class_name]:
+                entry["requests"].append(used.name)
+            continue
+        entries = [
+            {"source": "FromClass", "requests": [used.name], **_configuration(c)}
+            for c in (used.cls.get("spec") or {}).get("config") or ()
+        ]
+        by_class[used.class_name] = entries
+        config += entries
+    for raw in devices.get("config") or ():
+        names = list(raw.get("requests") or ())
+        entry = {"source": "FromClaim", "requests": names, **_configuration(raw)}
+        if not names:
+            config.append(entry)
+            continue
+        for request_raw in devices.get("requests") or ():
+            name = str(request_raw.get("name", ""))
+            if name in names:
+                config.append(dict(entry))
+                continue
+            alternative = picked.get(name)
+            if alternative is not None and alternative.sub and alternative.name in names:
+                config.append(dict(entry))
+    return config
+
+
+def _node_selector(devices: Iterable[Device]) -> dict[str, Any] | None:
+    """Where the allocation can be used: the node of a node-local device, else the union of the
+    requirements of the slices' node selectors, else everywhere (None)."""
+    fields: list[Any] = []
+    expressions: list[Any] = []
+    for device in devices:
+        s = device.slice
+        if s.node_name:
+            return {
+                "nodeSelectorTerms": [
+                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [s.node_name]}]}
+                ]
+            }
+        terms = (s.raw_node_selector or {}).get("nodeSelectorTerms") or ()
+        if len(terms) > 1:
+            raise ClaimError(f"unsupported ResourceSlice.NodeSelector with {len(terms)} terms")
+        if terms:
+            fields += (r for r in terms[0].get("matchFields") or () if r not in fields)
+            expressions += (r for r in terms[0].get("matchExpressions") or () if r not in expressions)
+    term: dict[str, Any] = {}
+    if expressions:
+        term["matchExpressions"] = expressions
+    if fields:
+        term["matchFields"] = fields
+    return {"nodeSelectorTerms": [term]} if term else None
+
+
+def _configuration(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The DeviceConfiguration part of a config entry (today: opaque driver parameters)."""
+    return {k: v for k, v in raw.items() if k not in ("requests", "source")}

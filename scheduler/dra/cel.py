@@ -1,0 +1,315 @@
+"""CEL device selectors with the Kubernetes DRA environment, on Google's C++ CEL runtime.
+
+Why cel-expr-python: measured here on ``device.attributes["gpu.example.com"].memory >= 32 &&
+device.driver == "gpu.example.com"``, it evaluates in ~9 µs where the pure-Python cel-python
+takes ~600 µs; a cycle evaluates thousands of (selector, device) pairs.
+
+The environment is upstream's: ``device.driver``, ``device.allowMultipleAllocations``,
+``device.attributes[domain][id]`` (int, bool, string or semver) and ``device.capacity[domain][id]``
+(quantities), with the Kubernetes ``quantity``/``semver`` libraries. The runtime cannot hold
+foreign values, so a quantity is a one-entry map ``{"__quantity__": canonical}`` and a semver
+``{"__semver__": text}``: CEL equality on them is then semantic equality, and the library
+functions below are member overloads on such maps. As upstream, a domain the device does not have
+reads as an empty map (for the domains the expression names as string literals); an id it does
+not have is a runtime error.
+
+Every expression is compiled once (``SelectorCache``), a compile error or a runtime error belongs
+to the claim or class that holds the selector (``CelError``), never to the scheduler, and an
+expression longer than upstream's limit or whose comprehensions could run longer than upstream's
+cost budget is refused before it runs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from cel_expr_python import cel
+
+from scheduler.api.quantity import QuantityError, parse_quantity
+
+QUANTITY_KEY = "__quantity__"
+SEMVER_KEY = "__semver__"
+
+# Upstream's CELSelectorExpressionMaxLength and CELSelectorExpressionMaxCost.
+MAX_EXPRESSION_LENGTH = 10 * 1024
+MAX_COST = 1_000_000
+# A device has at most 32 attributes and capacities in all: the most any comprehension over
+# one of its maps (or a list literal of the expression) iterates, for the cost estimate.
+_MAX_ITERATIONS = 32
+_RANGE_OF_DYN = "cannot be the range of a comprehension"
+_COMPREHENSION = re.compile(r"\.\s*(?:all|exists_one|exists|map|filter)\s*\(")
+_STRING_LITERAL = re.compile(r"""(?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)')""")
+_SEMVER = re.compile(
+    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+    r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
+    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
+)
+
+
+class CelError(Exception):
+    """A selector that does not compile or fails while it runs; the message is upstream's detail."""
+
+
+# ------------------------------------------------------------------ quantities and versions
+
+
+def quantity_value(text: str) -> dict[str, str]:
+    """The CEL form of a quantity: equal quantities ("1Gi", "1024Mi") give equal maps."""
+    value = parse_quantity(text)
+    return {QUANTITY_KEY: f"{value.numerator}/{value.denominator}"}
+
+
+def _fraction(value: Mapping[str, str]) -> Fraction:
+    return Fraction(value[QUANTITY_KEY])
+
+
+def semver_value(text: str) -> dict[str, str]:
+    if not _SEMVER.match(text):
+        raise ValueError(f"Could not parse semantic version: {text}")
+    return {SEMVER_KEY: text}
+
+
+def _semver_key(value: Mapping[str, str]) -> tuple[Any, ...]:
+    match = _SEMVER.match(value[SEMVER_KEY])
+    assert match is not None  # only made by semver_value
+    major, minor, patch, pre, _ = match.groups()
+    # A pre-release sorts before its release; its identifiers compare numerically or as text.
+    pre_key: tuple[Any, ...] = (1,)
+    if pre:
+        pre_key = (0, *((0, int(p), "") if p.isdigit() else (1, 0, p) for p in pre.split(".")))
+    return (int(major), int(minor), int(patch), pre_key)
+
+
+def _compare(a: Mapping[str, str], b: Mapping[str, str]) -> int:
+    if QUANTITY_KEY in a and QUANTITY_KEY in b:
+        x, y = _fraction(a), _fraction(b)
+    elif SEMVER_KEY in a and SEMVER_KEY in b:
+        x, y = _semver_key(a), _semver_key(b)  # type: ignore[assignment]
+    else:
+        raise ValueError("no such overload")
+    return (x > y) - (x < y)
+
+
+def _quantity_of(value: Fraction) -> dict[str, str]:
+    return {QUANTITY_KEY: f"{value.numerator}/{value.denominator}"}
+
+
+def _as_quantity(value: Any) -> Fraction:
+    if isinstance(value, Mapping) and QUANTITY_KEY in value:
+        return _fraction(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return Fraction(value)
+    raise ValueError("no such overload")
+
+
+def _as_integer(value: Mapping[str, str]) -> int:
+    number = _fraction(value)
+    if number.denominator != 1 or not -(2**63) <= number.numerator < 2**63:
+        raise ValueError("cannot convert value to integer")
+    return number.numerator
+
+
+def _is_quantity(text: str) -> bool:
+    try:
+        parse_quantity(text)
+    except QuantityError:
+        return False
+    return True
+
+
+def _version_part(index: int) -> Any:
+    def part(value: Mapping[str, str]) -> int:
+        return int(_semver_key(value)[index])
+
+    return part
+
+
+# ------------------------------------------------------------------ the environment
+
+_T = cel.Type
+_VALUE = _T.Map(_T.STRING, _T.STRING)  # a quantity or a semver
+
+
+def _overload(name: str, result: Any, params: list[Any], impl: Any, member: bool = False) -> Any:
+    return cel.Overload(name, result, params, is_member=member, impl=impl)
+
+
+def _functions() -> list[Any]:
+    decl = cel.FunctionDecl
+    v, s, i, b, d = _VALUE, _T.STRING, _T.INT, _T.BOOL, _T.DOUBLE
+    return [
+        decl("quantity", [_overload("dra_quantity", v, [s], quantity_value)]),
+        decl("isQuantity", [_overload("dra_is_quantity", b, [s], _is_quantity)]),
+        decl("semver", [_overload("dra_semver", v, [s], semver_value)]),
+        decl("isSemver", [_overload("dra_is_semver", b, [s], lambda t: bool(_SEMVER.match(t)))]),
+        decl("compareTo", [_overload("dra_compare_to", i, [v, v], _compare, True)]),
+        decl(
+            "isGreaterThan",
+            [_overload("dra_is_greater_than", b, [v, v], lambda a, c: _compare(a, c) > 0, True)],
+        ),
+        decl("isLessThan", [_overload("dra_is_less_than", b, [v, v], lambda a, c: _compare(a, c) < 0, True)]),
+        decl(
+            "sign", [_overload("dra_sign", i, [v], lambda a: (_fraction(a) > 0) - (_fraction(a) < 0), True)]
+        ),
+        decl(
+            "isInteger",
+            [_overload("dra_is_integer", b, [v], lambda a: _fraction(a).denominator == 1, True)],
+        ),
+        decl("asInteger", [_overload("dra_as_integer", i, [v], _as_integer, True)]),
+        decl("asApproximateFloat", [_overload("dra_as_float", d, [v], lambda a: float(_fraction(a)), True)]),
+        decl(
+            "add",
+            [
+                _overload(
+                    "dra_add_quantity",
+                    v,
+                    [v, v],
+                    lambda a, c: _quantity_of(_as_quantity(a) + _as_quantity(c)),
+                    True,
+                ),
+                _overload("dra_add_int", v, [v, i], lambda a, c: _quantity_of(_as_quantity(a) + c), True),
+            ],
+        ),
+        decl(
+            "sub",
+            [
+                _overload(
+                    "dra_sub_quantity",
+                    v,
+                    [v, v],
+                    lambda a, c: _quantity_of(_as_quantity(a) - _as_quantity(c)),
+                    True,
+                ),
+                _overload("dra_sub_int", v, [v, i], lambda a, c: _quantity_of(_as_quantity(a) - c), True),
+            ],
+        ),
+        decl("major", [_overload("dra_major", i, [v], _version_part(0), True)]),
+        decl("minor", [_overload("dra_minor", i, [v], _version_part(1), True)]),
+        decl("patch", [_overload("dra_patch", i, [v], _version_part(2), True)]),
+    ]
+
+
+_ENV = cel.NewEnv(variables={"device": _T.DYN}, functions=_functions())
+
+
+# ------------------------------------------------------------------ devices and selectors
+
+
+@dataclass(frozen=True, slots=True)
+class CelDevice:
+    """What a selector sees of a device (built once per device of a slice)."""
+
+    driver: str
+    attributes: Mapping[str, Mapping[str, Any]]
+    capacity: Mapping[str, Mapping[str, Any]]
+    allow_multiple_allocations: bool = False
+
+
+def estimated_cost(expression: str) -> int:
+    """A bound on the work an expression can do: its size, times the iterations of its nested
+    comprehensions (each over at most a device's 32 attributes or capacities)."""
+    text = _STRING_LITERAL.sub('""', expression)
+    depth = deepest = pos = 0
+    stack: list[bool] = []  # per open parenthesis: does it open a comprehension?
+    for match in re.finditer(r"[()]", text):
+        if match.group() == "(":
+            opens = bool(_COMPREHENSION.search(text, pos, match.end()))
+            stack.append(opens)
+            depth += opens
+            deepest = max(deepest, depth)
+        elif stack:
+            depth -= stack.pop()
+        pos = match.end()
+    return len(expression) * _MAX_ITERATIONS**deepest
+
+
+class Selector:
+    """One compiled expression; ``matches`` raises CelError with upstream's detail."""
+
+    __slots__ = ("_domains", "_program", "expression")
+
+    def __init__(self, expression: str) -> None:
+        self.expression = expression
+        if len(expression) > MAX_EXPRESSION_LENGTH:
+            raise CelError(
+                f"compilation failed: expression too long ({len(expression)} > {MAX_EXPRESSION_LENGTH})"
+            )
+        if estimated_cost(expression) > MAX_COST:
+            raise CelError("compilation failed: estimated cost exceeds the budget of a device selector")
+        try:
+            self._program = _ENV.compile(expression)
+        except RuntimeError as exc:
+            if _RANGE_OF_DYN not in str(exc):
+                raise CelError(f"compilation failed: {_detail(exc)}") from None
+            # The runtime's checker refuses a comprehension over a dyn map (device.attributes[d]),
+            # which CEL allows: such an expression runs unchecked, its result checked when it runs.
+            try:
+                self._program = _ENV.compile(expression, disable_check=True)
+            except RuntimeError as unchecked:
+                raise CelError(f"compilation failed: {_detail(unchecked)}") from None
+        result = self._program.return_type().name().lower()
+        if result not in ("bool", "dyn"):
+            raise CelError(f"must evaluate to bool or the unknown type, not {result}")
+        # The domains a lookup may name: they read as empty maps on devices without them.
+        self._domains = frozenset(a or b for a, b in _STRING_LITERAL.findall(expression))
+
+    def matches(self, device: CelDevice) -> bool:
+        data = {
+            "device": {
+                "driver": device.driver,
+                "allowMultipleAllocations": device.allow_multiple_allocations,
+                "attributes": _with_empty_domains(device.attributes, self._domains),
+                "capacity": _with_empty_domains(device.capacity, self._domains),
+            }
+        }
+        try:
+            value = self._program.eval(data=data)
+        except RuntimeError as exc:
+            raise CelError(_detail(exc)) from None
+        kind = value.type().name().lower()
+        if kind == "bool":
+            return bool(value.value())
+        if kind == "error":
+            raise CelError(_detail(Exception(str(value.value()))))
+        raise CelError(f"CEL result of type {kind} could not be converted to bool")
+
+
+def _with_empty_domains(maps: Mapping[str, Mapping[str, Any]], domains: frozenset[str]) -> Mapping[str, Any]:
+    missing = [d for d in domains if d not in maps]
+    if not missing:
+        return maps
+    return {**maps, **{domain: {} for domain in missing}}
+
+
+def _detail(exc: Exception) -> str:
+    text = str(exc)
+    for prefix in ("INVALID_ARGUMENT: ", "UNKNOWN: ", "NOT_FOUND: "):
+        text = text.removeprefix(prefix)
+    text = re.sub(r"\s*\[[A-Z_]+\]$", "", text)
+    # upstream's wording for a missing map key
+    return re.sub(r'^Key not found in map : "(.*)"$', r"no such key: \1", text)
+
+
+class SelectorCache:
+    """Compiled selectors by expression, errors included (a bad one is not recompiled)."""
+
+    __slots__ = ("_entries",)
+
+    def __init__(self) -> None:
+        self._entries: dict[str, Selector | CelError] = {}
+
+    def get(self, expression: str) -> Selector:
+        entry = self._entries.get(expression)
+        if entry is None:
+            try:
+                entry = Selector(expression)
+            except CelError as exc:
+                entry = exc
+            self._entries[expression] = entry
+        if isinstance(entry, CelError):
+            raise entry
+        return entry

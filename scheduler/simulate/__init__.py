@@ -1,0 +1,7 @@
+"""`pyscheduler snapshot` and `pyscheduler simulate`: what the real scheduler would do with a cluster.
+
+`snapshot` reads a cluster's scheduling-relevant objects into a versioned JSON file;
+`simulate` loads one (or the live cluster) into the embedded local endpoint, adds workloads
+(`workloads`), runs the real scheduler against it (`engine`) and reports placements, pending
+reasons, utilization and capacity as text, JSON (`report`) or a self-contained page (`html`).
+"""

@@ -1,0 +1,133 @@
+"""`pyscheduler simulate`: where the real scheduler would put new pods, and how many more fit.
+
+Exit codes: 0 the simulation ran (pods left pending are a result, not a failure); 1 it could
+not run to its end (the cluster could not be read, the scheduler failed, pods stayed undecided
+past --timeout); 2 bad flags or files (the message names the file and the problem).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from scheduler.app import check_profiles
+from scheduler.client.config import ClientConfigError
+from scheduler.client.kubeconfig import KubeconfigError
+from scheduler.client.rest import ApiError
+from scheduler.config import ConfigError, SchedulerConfiguration, default_config, load_config
+from scheduler.plugins.registry import in_tree_registry
+from scheduler.runtime import FrameworkError
+from scheduler.simulate import html, report
+from scheduler.simulate.engine import Outcome, Simulation, SimulationError
+from scheduler.simulate.snapshot import SnapshotError, read_snapshot
+from scheduler.simulate.snapshot_cli import read_cluster
+from scheduler.simulate.workloads import ManifestError, Workload, expand, load_manifests
+
+
+class UsageError(Exception):
+    """Bad flags or files: exit 2."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--snapshot", metavar="FILE", help="a file `pyscheduler snapshot` wrote")
+    source.add_argument(
+        "--from-cluster", action="store_true", help="snapshot the live cluster first (read-only)"
+    )
+    parser.add_argument(
+        "--kubeconfig", help="with --from-cluster: kubeconfig file (default: $KUBECONFIG, then in-cluster)"
+    )
+    parser.add_argument("--config", help="KubeSchedulerConfiguration file (default: built-in defaults)")
+    parser.add_argument(
+        "--add",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="YAML of Pods, Deployments, ReplicaSets, StatefulSets, Jobs to add; repeatable",
+    )
+    parser.add_argument("--capacity", metavar="FILE", help="a Pod: how many more copies of it fit")
+    parser.add_argument(
+        "--capacity-limit", type=int, default=1000, metavar="N", help="stop counting at N copies (1000)"
+    )
+    parser.add_argument(
+        "-o", "--output", choices=("text", "json"), default="text", help="text (default) or json"
+    )
+    parser.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report")
+    parser.add_argument("--seed", type=int, default=0, help="breaks ties between equal nodes (0)")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for decisions (120)")
+
+
+def _config(path: str | None) -> SchedulerConfiguration:
+    try:
+        config = load_config(path) if path else default_config()
+        check_profiles(config, in_tree_registry())
+    except (ConfigError, FrameworkError) as exc:
+        raise UsageError(f"invalid configuration {path or '(defaults)'}: {exc}") from exc
+    return config
+
+
+def _capacity_pod(path: str, scheduler_name: str) -> dict[str, Any]:
+    try:
+        docs = [d for d in yaml.safe_load_all(Path(path).read_text()) if d is not None]
+    except OSError as exc:
+        raise UsageError(f"--capacity {path}: {exc.strerror or exc}") from exc
+    except yaml.YAMLError as exc:
+        raise UsageError(f"--capacity {path}: not YAML: {exc}") from exc
+    if len(docs) != 1 or not isinstance(docs[0], dict) or docs[0].get("kind") != "Pod":
+        raise UsageError(f"--capacity {path}: exactly one Pod expected")
+    return expand(docs[0], f"--capacity {path}", scheduler_name).pods[0]
+
+
+async def run(args: argparse.Namespace) -> Outcome:
+    """Parse everything first (exit 2 before any work), then simulate."""
+    config = _config(args.config)
+    scheduler_name = config.profiles[0].scheduler_name
+    workloads: list[Workload] = [w for path in args.add for w in load_manifests(path, scheduler_name)]
+    pod = _capacity_pod(args.capacity, scheduler_name) if args.capacity else None
+    if args.capacity_limit < 1:
+        raise UsageError("--capacity-limit: at least 1")
+    if args.kubeconfig and not args.from_cluster:
+        raise UsageError("--kubeconfig: only with --from-cluster (a snapshot file needs no cluster)")
+    if args.snapshot:
+        objects = read_snapshot(args.snapshot)
+    else:
+        try:
+            snapshot, skipped = await read_cluster(args.kubeconfig)
+        except (ApiError, SnapshotError) as exc:
+            raise SimulationError(f"reading the cluster failed: {exc}") from exc
+        for line in skipped:
+            print(f"simulate: {line}", file=sys.stderr)
+        objects = snapshot["objects"]
+    async with Simulation(objects, config, seed=args.seed, timeout=args.timeout) as sim:
+        outcome = await sim.add(workloads)
+        if pod is not None:
+            await sim.capacity(pod, args.capacity_limit)
+    return outcome
+
+
+def main(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.ERROR, format="%(levelname).1s %(name)s: %(message)s")
+    try:
+        outcome = asyncio.run(run(args))
+    except (UsageError, ManifestError, SnapshotError, ClientConfigError, KubeconfigError) as exc:
+        print(f"simulate: {exc}", file=sys.stderr)
+        return 2
+    except (SimulationError, ApiError) as exc:
+        print(f"simulate: {exc}", file=sys.stderr)
+        return 1
+    doc = report.to_json(outcome)
+    print(json.dumps(doc, indent=2) if args.output == "json" else report.to_text(outcome))
+    if args.html:
+        try:
+            Path(args.html).write_text(html.render(doc))
+        except OSError as exc:
+            print(f"simulate: cannot write {args.html}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
+    return 0

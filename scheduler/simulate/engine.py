@@ -1,0 +1,435 @@
+"""The simulation: a snapshot in the local endpoint, the real scheduler against it, the outcome.
+
+`Simulation` loads the snapshot's objects into a `SimCluster` (no kubelet, no workload
+controllers; the PV controller and provisioner run, so claims bind as in a cluster, and the
+resource-claim controller makes pods' ResourceClaims from their templates), starts a
+`SchedulerApp` in process over HTTP, as `pyscheduler run` would against a cluster, and creates
+the added objects once the scheduler has synced, so it sees them arrive in order. A pod is
+decided when it is bound, or has PodScheduled=False and is not waiting on a preemption
+(``status.nominatedNodeName``). Capacity mode adds copies of one pod, one at a time, until one
+is not bound: exactly what scheduling them one after the other does. The copies never preempt
+(``preemptionPolicy: Never``): capacity is what fits beside the pods already there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import dataclasses
+import logging
+import random
+import tempfile
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from scheduler.api import Pod
+from scheduler.api.quantity import QuantityError
+from scheduler.api.resources import Resource, pod_resources
+from scheduler.app import SchedulerApp
+from scheduler.config import SchedulerConfiguration
+from scheduler.explain import explain_pod
+from scheduler.serving.options import ServingOptions
+from scheduler.sim import SimCluster
+from scheduler.sim.errors import ApiError
+from scheduler.sim.resources import BY_STORE_NAME
+from scheduler.sim.store import Event
+from scheduler.simulate.workloads import ManifestError, Workload, suffix
+
+log = logging.getLogger(__name__)
+Obj = dict[str, Any]
+FINISHED = ("Succeeded", "Failed")
+
+
+class SimulationError(Exception):
+    """The simulation could not run to its end (the scheduler failed, or pods stayed undecided)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """A node's requested and allocatable cpu (millicores) and memory (bytes)."""
+
+    cpu_requested: int
+    cpu_allocatable: int
+    memory_requested: int
+    memory_allocatable: int
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    pod: str  # namespace/name
+    source: str  # the manifest it came from: "Deployment default/web"
+    node: str
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    pod: str
+    source: str
+    reason: str
+    message: str
+    # the smallest changes that would let it fit, from `scheduler.explain` (empty when none)
+    suggestions: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class Capacity:
+    """How many more copies of a pod fit, where, and what stopped the next one."""
+
+    pod: str
+    fits: int = 0
+    per_node: dict[str, int] = field(default_factory=dict)
+    stopped_by: str = ""
+    limit_reached: bool = False
+
+
+@dataclass(slots=True)
+class Outcome:
+    placements: list[Placement] = field(default_factory=list)
+    pending: list[Pending] = field(default_factory=list)
+    preempted: list[str] = field(default_factory=list)
+    # pods pending in the snapshot that one of the profiles bound meanwhile (they take room too)
+    also_placed: list[Placement] = field(default_factory=list)
+    before: dict[str, Usage] = field(default_factory=dict)
+    after: dict[str, Usage] = field(default_factory=dict)
+    capacity: Capacity | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+class UsageMeter:
+    """Per node, what its assigned, unfinished pods request against its allocatable.
+
+    A pod's requests are computed once per version of it, so measuring again after a run costs
+    only what changed. A pod or node whose quantities cannot be read counts as nothing and is
+    reported once in ``problems``."""
+
+    def __init__(self) -> None:
+        self._pods: dict[str, tuple[str, int, int]] = {}  # key -> (resourceVersion, cpu, memory)
+        self.problems: list[str] = []
+        self._reported: set[str] = set()
+
+    def measure(self, nodes: Iterable[Obj], pods: Iterable[Obj]) -> dict[str, Usage]:
+        requested: dict[str, list[int]] = {}
+        for pod in pods:
+            node = (pod.get("spec") or {}).get("nodeName")
+            if not node or (pod.get("status") or {}).get("phase") in FINISHED:
+                continue
+            cpu, memory = self._requests(pod)
+            total = requested.setdefault(node, [0, 0])
+            total[0] += cpu
+            total[1] += memory
+        usage = {}
+        for node in nodes:
+            name = node["metadata"]["name"]
+            status = node.get("status") or {}
+            try:
+                allocatable = Resource.from_list(status.get("allocatable") or status.get("capacity") or {})
+            except (QuantityError, TypeError, AttributeError) as exc:
+                self._report(f"node {name}: allocatable not readable ({exc}): counted as 0")
+                allocatable = Resource()
+            cpu, memory = requested.get(name, (0, 0))
+            usage[name] = Usage(cpu, allocatable.milli_cpu, memory, allocatable.memory)
+        return usage
+
+    def _requests(self, pod: Obj) -> tuple[int, int]:
+        key, version = key_of(pod), pod["metadata"].get("resourceVersion", "")
+        known = self._pods.get(key)
+        if known is not None and known[0] == version:
+            return known[1], known[2]
+        try:
+            requests = pod_resources(pod["spec"], pod.get("status")).requests
+            cpu, memory = requests.milli_cpu, requests.memory
+        except (QuantityError, TypeError, AttributeError) as exc:
+            self._report(f"pod {key}: requests not readable ({exc}): counted as 0")
+            cpu = memory = 0
+        self._pods[key] = (version, cpu, memory)
+        return cpu, memory
+
+    def _report(self, line: str) -> None:
+        if line not in self._reported:
+            self._reported.add(line)
+            self.problems.append(line)
+
+
+def key_of(pod: Obj) -> str:
+    return f"{pod['metadata'].get('namespace') or 'default'}/{pod['metadata']['name']}"
+
+
+def unschedulable_condition(pod: Obj) -> Obj | None:
+    for condition in (pod.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+            return condition
+    return None
+
+
+class _Tracker:
+    """Wakes a waiter once every tracked pod is decided; fed by the store's listener (no polling).
+
+    A key is tracked right after its pod's creation returns: nothing yields to the scheduler in
+    between, so no decision can be missed."""
+
+    def __init__(self, *, final_on_nomination: bool) -> None:
+        self.pending: set[str] = set()
+        self.final_on_nomination = final_on_nomination
+        self.all_decided = asyncio.Event()
+
+    def track(self, pod: Obj) -> None:
+        if not self.decided(pod):  # a manifest may bind its pod itself (spec.nodeName)
+            self.pending.add(key_of(pod))
+
+    def on_event(self, resource: str, event: Event) -> None:
+        if resource != "pods" or event.type == "DELETED":
+            return
+        key = key_of(event.obj)
+        if key in self.pending and self.decided(event.obj):
+            self.pending.discard(key)
+            if not self.pending:
+                self.all_decided.set()
+
+    def decided(self, pod: Obj) -> bool:
+        if pod["spec"].get("nodeName"):
+            return True
+        if unschedulable_condition(pod) is None:
+            return False
+        return self.final_on_nomination or not (pod.get("status") or {}).get("nominatedNodeName")
+
+
+class Simulation:
+    """The local endpoint with a snapshot loaded and the scheduler running against it."""
+
+    def __init__(
+        self,
+        objects: Mapping[str, Iterable[Any]],
+        config: SchedulerConfiguration,
+        *,
+        seed: int = 0,
+        timeout: float = 60.0,
+    ) -> None:
+        self.config = copy.deepcopy(config)
+        self.config.leader_election.leader_elect = False
+        self.profiles = {p.scheduler_name for p in self.config.profiles}
+        self.seed = seed
+        self.timeout = timeout
+        self.sim = SimCluster(
+            nodes=0, kubelet=False, controllers=False, volume_controllers=True, claim_controller=True
+        )
+        self.outcome = Outcome()
+        self._objects = objects
+        self._tmp = tempfile.TemporaryDirectory()
+        self._app: SchedulerApp | None = None
+        self._task: asyncio.Task[int] | None = None
+        self._uids: dict[tuple[str, str, str], str] = {}
+        self._snapshot_pods: set[str] = set()
+        self._snapshot_pending: set[str] = set()
+        self._meter = UsageMeter()
+        self._reported_problems = 0
+
+    async def __aenter__(self) -> Simulation:
+        try:
+            await self.start()
+        except BaseException:
+            await self.stop()
+            raise
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        await self.sim.start()
+        self.outcome.warnings += self.sim.load(self._objects)
+        self.outcome.before = self.usage()
+        self._snapshot_pods = {key_of(e.obj) for e in self.sim.store.entries("pods")}
+        self._snapshot_pending = {
+            key_of(e.obj) for e in self.sim.store.entries("pods") if not e.obj["spec"].get("nodeName")
+        }
+        kubeconfig = self.sim.write_kubeconfig(Path(self._tmp.name) / "kubeconfig")
+        self._app = SchedulerApp(
+            self.config,
+            kubeconfig=str(kubeconfig),
+            serving=ServingOptions(bind_address="127.0.0.1", port=0, plain_http=True),
+            rng=random.Random(self.seed),
+        )
+        self._task = asyncio.create_task(self._app.run(), name="simulated scheduler")
+        deadline = time.monotonic() + self.timeout
+        while self._app.scheduler is None:  # built: its informers exist
+            self._check_running()
+            if time.monotonic() > deadline:
+                raise SimulationError(f"the scheduler did not start within {self.timeout:g}s")
+            await asyncio.sleep(0.01)
+        if not await self._app.informers.wait_synced(max(deadline - time.monotonic(), 0.1)):
+            raise SimulationError(f"the scheduler's informers did not sync within {self.timeout:g}s")
+
+    def _check_running(self) -> None:
+        task = self._task
+        if task is None or not task.done():
+            return
+        if task.cancelled():
+            raise SimulationError("the scheduler was cancelled before the simulation ended")
+        error = task.exception()
+        if error is not None:
+            raise SimulationError(f"the scheduler failed: {error}") from error
+        raise SimulationError(f"the scheduler exited (code {task.result()}) before the simulation ended")
+
+    async def stop(self) -> None:
+        if self._app is not None and self._task is not None:
+            self._app.shutting_down.set()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+        await self.sim.stop()
+        self._tmp.cleanup()
+
+    def usage(self) -> dict[str, Usage]:
+        store = self.sim.store
+        nodes = (entry.obj for entry in store.entries("nodes"))  # shared objects: only read
+        usage = self._meter.measure(nodes, (entry.obj for entry in store.entries("pods")))
+        self.outcome.warnings += self._meter.problems[self._reported_problems :]
+        self._reported_problems = len(self._meter.problems)
+        return usage
+
+    # ---- --add ----------------------------------------------------------------------------
+
+    async def add(self, workloads: list[Workload]) -> Outcome:
+        """Create the workloads' objects and wait until each of their pods is decided."""
+        sources: dict[str, str] = {}
+        tracker = _Tracker(final_on_nomination=False)
+        self.sim.store.listeners.append(tracker.on_event)
+        try:
+            for workload in workloads:
+                for resource, obj in workload.objects:
+                    created = await self._create(workload.source, resource, obj)
+                    if resource != "pods":
+                        continue
+                    sources[key_of(created)] = workload.source
+                    if created["spec"].get("schedulerName") in self.profiles:  # else never decided
+                        tracker.track(created)
+            await self._wait(tracker)
+        finally:
+            self.sim.store.listeners.remove(tracker.on_event)
+        suggested: dict[str, tuple[str, ...]] = {}  # a workload's pods are alike: explain one
+        for key, source in sources.items():
+            pod = self.sim.store.get("pods", *key.split("/", 1))
+            if pod is None:
+                self.outcome.pending.append(Pending(key, source, "Deleted", "deleted during the simulation"))
+            elif pod["spec"].get("nodeName"):
+                self.outcome.placements.append(Placement(key, source, pod["spec"]["nodeName"]))
+            else:
+                pending = self._pending(pod, source)
+                if pending.reason == "Unschedulable":
+                    if source not in suggested:
+                        suggested[source] = await self._suggestions(pod)
+                    pending = dataclasses.replace(pending, suggestions=suggested[source])
+                self.outcome.pending.append(pending)
+        now = {key_of(e.obj) for e in self.sim.store.entries("pods")}
+        self.outcome.preempted = sorted(self._snapshot_pods - now)
+        for key in sorted(self._snapshot_pending):
+            entry = self.sim.store.entry("pods", *key.split("/", 1))
+            if entry is not None and entry.obj["spec"].get("nodeName"):
+                self.outcome.also_placed.append(Placement(key, "snapshot", entry.obj["spec"]["nodeName"]))
+        self.outcome.after = self.usage()
+        return self.outcome
+
+    def _pending(self, pod: Obj, source: str) -> Pending:
+        name = pod["spec"].get("schedulerName")
+        if name not in self.profiles:
+            message = f"schedulerName {name!r} is none of the profiles ({', '.join(sorted(self.profiles))})"
+            return Pending(key_of(pod), source, "NotOurs", message)
+        condition = unschedulable_condition(pod) or {}
+        return Pending(key_of(pod), source, condition.get("reason", ""), condition.get("message", ""))
+
+    async def _suggestions(self, pod: Obj) -> tuple[str, ...]:
+        """What `pyscheduler explain` would suggest for the pending pod, on the state it ended in."""
+        assert self._app is not None and self._app.scheduler is not None
+        fwk = self._app.frameworks[pod["spec"]["schedulerName"]]
+        explanation = await explain_pod(self._app.scheduler, fwk, Pod.from_dict(pod), preemption=False)
+        return tuple(explanation.suggestions)
+
+    async def _create(self, source: str, resource: str, obj: Obj) -> Obj:
+        obj = copy.deepcopy(obj)
+        meta = obj["metadata"]
+        for ref in meta.get("ownerReferences") or ():
+            if not ref.get("uid"):
+                ref["uid"] = self._uids.get((ref["kind"], meta.get("namespace", ""), ref["name"]), "")
+        try:
+            created = await self.sim.create(resource, obj)
+        except ApiError as exc:
+            what = f"{obj.get('kind', resource)} {meta.get('namespace', '')}/{meta.get('name')}".replace(
+                " /", " "
+            )
+            label = source if what == source else f"{source}: {what}"
+            raise ManifestError(f"{label}: {exc}") from exc
+        cmeta = created["metadata"]
+        self._uids[(created["kind"], cmeta.get("namespace", ""), cmeta["name"])] = cmeta["uid"]
+        return created
+
+    async def _wait(self, tracker: _Tracker) -> None:
+        """Until every tracked pod is decided; raises if the scheduler stops or time runs out."""
+        assert self._task is not None
+        if not tracker.pending:
+            return
+        waiter = asyncio.create_task(tracker.all_decided.wait())
+        try:
+            done, _ = await asyncio.wait(
+                {waiter, self._task}, timeout=self.timeout, return_when="FIRST_COMPLETED"
+            )
+        finally:
+            waiter.cancel()
+        if self._task in done:
+            self._check_running()
+        if waiter not in done:
+            undecided = ", ".join(sorted(tracker.pending)[:10])
+            raise SimulationError(
+                f"{len(tracker.pending)} pod(s) still undecided after {self.timeout:g}s: {undecided}"
+            )
+
+    # ---- --capacity -----------------------------------------------------------------------
+
+    async def capacity(self, pod: Obj, limit: int) -> Capacity:
+        """Add copies of ``pod`` one at a time until one is not bound (or ``limit`` fit)."""
+        workload = Workload(f"Pod {pod['metadata'].get('namespace') or 'default'}/{pod['metadata']['name']}")
+        result = Capacity(workload.source.split(" ", 1)[1])
+        base = pod["metadata"]["name"]
+        if pod["spec"].get("schedulerName") not in self.profiles:
+            result.stopped_by = self._pending(pod, workload.source).message
+            self.outcome.capacity = result
+            return result
+        for index in range(limit):
+            copy_ = copy.deepcopy(pod)
+            copy_["metadata"]["name"] = f"{base}-{index + 1}-{suffix(f'{base}/{index}')}"
+            copy_["spec"]["preemptionPolicy"] = "Never"  # what fits beside the pods already there
+            tracker = _Tracker(final_on_nomination=True)
+            self.sim.store.listeners.append(tracker.on_event)
+            try:
+                created = await self._create(workload.source, "pods", copy_)
+                tracker.track(created)
+                await self._wait(tracker)
+            finally:
+                self.sim.store.listeners.remove(tracker.on_event)
+            placed = self.sim.store.get("pods", created["metadata"]["namespace"], created["metadata"]["name"])
+            node = (placed or {}).get("spec", {}).get("nodeName")
+            if not node:
+                condition = unschedulable_condition(placed or {}) or {}
+                result.stopped_by = condition.get("message", "")
+                await self._delete(created)
+                break
+            result.fits += 1
+            result.per_node[node] = result.per_node.get(node, 0) + 1
+        else:
+            result.limit_reached = True
+        self.outcome.capacity = result
+        self.outcome.after = self.usage()
+        return result
+
+    async def _delete(self, pod: Obj) -> None:
+        """The copy that did not fit leaves, so the after-state holds only the copies that fit."""
+        meta = pod["metadata"]
+        with contextlib.suppress(ApiError):
+            self.sim.api.delete(
+                BY_STORE_NAME["pods"], meta["namespace"], meta["name"], {"gracePeriodSeconds": 0}
+            )

@@ -1,0 +1,128 @@
+"""The outcome of a simulation as a readable text report and as JSON (``-o json``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scheduler.simulate.engine import Outcome, Usage
+
+
+def to_json(outcome: Outcome) -> dict[str, Any]:
+    """The JSON form; the HTML report renders the same document."""
+    doc: dict[str, Any] = {
+        "placements": [{"pod": p.pod, "source": p.source, "node": p.node} for p in outcome.placements],
+        "pending": [
+            {
+                "pod": p.pod,
+                "source": p.source,
+                "reason": p.reason,
+                "message": p.message,
+                "suggestions": list(p.suggestions),
+            }
+            for p in outcome.pending
+        ],
+        "preempted": list(outcome.preempted),
+        "alsoPlaced": [{"pod": p.pod, "node": p.node} for p in outcome.also_placed],
+        "utilization": [
+            {
+                "node": name,
+                "cpu": _pair(outcome.before.get(name), usage, "cpu"),
+                "memory": _pair(outcome.before.get(name), usage, "memory"),
+            }
+            for name, usage in sorted(outcome.after.items())
+        ],
+        "warnings": list(outcome.warnings),
+    }
+    if outcome.capacity is not None:
+        cap = outcome.capacity
+        doc["capacity"] = {
+            "pod": cap.pod,
+            "fits": cap.fits,
+            "perNode": dict(sorted(cap.per_node.items())),
+            "stoppedBy": cap.stopped_by,
+            "limitReached": cap.limit_reached,
+        }
+    return doc
+
+
+def _pair(before: Usage | None, after: Usage, resource: str) -> dict[str, int]:
+    """Requested before and after and allocatable; cpu in millicores, memory in bytes."""
+    if resource == "cpu":
+        return {
+            "allocatable": after.cpu_allocatable,
+            "before": before.cpu_requested if before else 0,
+            "after": after.cpu_requested,
+        }
+    return {
+        "allocatable": after.memory_allocatable,
+        "before": before.memory_requested if before else 0,
+        "after": after.memory_requested,
+    }
+
+
+def percent(used: int, total: int) -> str:
+    return f"{100 * used / total:.0f}%" if total else "-"
+
+
+def memory_text(value: int) -> str:
+    for unit, size in (("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)):
+        if value >= size:
+            return f"{value / size:.1f}{unit}".replace(".0" + unit, unit)
+    return str(value)
+
+
+def to_text(outcome: Outcome, max_nodes: int = 50) -> str:
+    """Placements, pending pods with their reasons, and utilization of the nodes that changed
+    (every node when the cluster has at most ``max_nodes``)."""
+    lines: list[str] = []
+    for warning in outcome.warnings:
+        lines.append(f"warning: {warning}")
+    if outcome.placements:
+        width = max(len(p.pod) for p in outcome.placements)
+        lines.append(f"{'POD':<{width}}  NODE                          FROM")
+        lines += [f"{p.pod:<{width}}  {p.node:<28}  {p.source}" for p in outcome.placements]
+    total = len(outcome.placements) + len(outcome.pending)
+    lines.append(f"{len(outcome.placements)} of {total} added pods scheduled, {len(outcome.pending)} pending")
+    for p in outcome.pending:
+        lines.append(f"pending {p.pod} ({p.source}): {p.reason}: {p.message}".rstrip(": "))
+        lines += [f"  suggestion: {suggestion}" for suggestion in p.suggestions]
+    for victim in outcome.preempted:
+        lines.append(f"preempted {victim}")
+    for taken in outcome.also_placed:
+        lines.append(f"also scheduled {taken.pod} on {taken.node} (pending in the snapshot)")
+    cap = outcome.capacity
+    if cap is not None:
+        more = "at least " if cap.limit_reached else ""
+        lines.append(f"capacity: {more}{cap.fits} more cop{'y' if cap.fits == 1 else 'ies'} of {cap.pod} fit")
+        for node, count in sorted(cap.per_node.items()):
+            lines.append(f"  {node}: {count}")
+        if cap.stopped_by:
+            lines.append(f"the next one: {cap.stopped_by}")
+        elif cap.limit_reached:
+            lines.append("stopped at --capacity-limit")
+    changed = [
+        n
+        for n, u in sorted(outcome.after.items())
+        if len(outcome.after) <= max_nodes or u != outcome.before.get(n)
+    ]
+    if changed:
+        lines.append("")
+        lines.append(
+            f"{'NODE':<28}  {'CPU BEFORE':>16}  {'CPU AFTER':>16}  "
+            f"{'MEMORY BEFORE':>18}  {'MEMORY AFTER':>18}"
+        )
+        for name in changed:
+            after, before = outcome.after[name], outcome.before.get(name)
+            b_cpu, b_mem = (before.cpu_requested, before.memory_requested) if before else (0, 0)
+            lines.append(
+                f"{name:<28}  {_cell(b_cpu, after.cpu_allocatable, 'cpu'):>16}  "
+                f"{_cell(after.cpu_requested, after.cpu_allocatable, 'cpu'):>16}  "
+                f"{_cell(b_mem, after.memory_allocatable, 'memory'):>18}  "
+                f"{_cell(after.memory_requested, after.memory_allocatable, 'memory'):>18}"
+            )
+    return "\n".join(lines)
+
+
+def _cell(used: int, total: int, resource: str) -> str:
+    shown = f"{used}m" if resource == "cpu" else memory_text(used)
+    return f"{shown} ({percent(used, total)})"

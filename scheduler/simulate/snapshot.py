@@ -1,0 +1,158 @@
+"""Cluster snapshots: what `pyscheduler snapshot` saves and `pyscheduler simulate` loads.
+
+A snapshot is one JSON document (format version 1)::
+
+    {
+      "apiVersion": "pyscheduler.io/v1",
+      "kind": "ClusterSnapshot",
+      "formatVersion": 1,
+      "takenAt": "2026-12-01T12:00:00Z",          # UTC, when the reads finished
+      "server": "https://10.0.0.1:6443",          # where it was read from ("" if unknown)
+      "objects": {                                # store name -> the objects as listed
+        "nodes": [...], "pods": [...], "namespaces": [...], ...
+      },
+      "skipped": ["resourceclaimtemplates (resource.k8s.io/v1): not served by the cluster"]
+    }
+
+``objects`` holds every kind of `KINDS` the cluster serves, each object as the API server
+returned it minus ``metadata.managedFields`` (status, uid and nodeName kept). A reader of format
+version 1 ignores keys it does not know; a later format changes ``formatVersion``.
+Taking one only LISTs (paginated), so read-only access is enough.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from scheduler.client.rest import raise_for_status
+from scheduler.framework.interface import ApiClient
+
+API_VERSION = "pyscheduler.io/v1"
+KIND = "ClusterSnapshot"
+FORMAT_VERSION = 1
+PAGE_SIZE = 500
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotKind:
+    """A kind a snapshot holds: its store name, collection path, and whether a cluster may lack it."""
+
+    name: str
+    path: str
+    optional: bool = False
+
+    @property
+    def group_version(self) -> str:
+        parts = self.path.strip("/").split("/")
+        return parts[1] if parts[0] == "api" else f"{parts[1]}/{parts[2]}"
+
+
+KINDS: tuple[SnapshotKind, ...] = (
+    SnapshotKind("namespaces", "/api/v1/namespaces"),
+    SnapshotKind("nodes", "/api/v1/nodes"),
+    SnapshotKind("pods", "/api/v1/pods"),
+    SnapshotKind("persistentvolumes", "/api/v1/persistentvolumes"),
+    SnapshotKind("persistentvolumeclaims", "/api/v1/persistentvolumeclaims"),
+    SnapshotKind("storageclasses", "/apis/storage.k8s.io/v1/storageclasses"),
+    SnapshotKind("csinodes", "/apis/storage.k8s.io/v1/csinodes"),
+    SnapshotKind("poddisruptionbudgets", "/apis/policy/v1/poddisruptionbudgets"),
+    SnapshotKind("priorityclasses", "/apis/scheduling.k8s.io/v1/priorityclasses"),
+    SnapshotKind("deviceclasses", "/apis/resource.k8s.io/v1/deviceclasses", optional=True),
+    SnapshotKind("resourceslices", "/apis/resource.k8s.io/v1/resourceslices", optional=True),
+    SnapshotKind("resourceclaims", "/apis/resource.k8s.io/v1/resourceclaims", optional=True),
+    SnapshotKind("resourceclaimtemplates", "/apis/resource.k8s.io/v1/resourceclaimtemplates", optional=True),
+)
+
+
+class SnapshotError(Exception):
+    """A snapshot file that cannot be used; the message names the file and the problem."""
+
+
+def _clean(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = obj.get("metadata")
+    if isinstance(meta, dict) and "managedFields" in meta:
+        obj["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}
+    return obj
+
+
+async def list_all(client: ApiClient, path: str) -> list[dict[str, Any]] | None:
+    """Every object of a collection, page by page; None when the cluster does not serve it (404)."""
+    items: list[dict[str, Any]] = []
+    token = ""
+    while True:
+        params = {"limit": str(PAGE_SIZE), **({"continue": token} if token else {})}
+        resp = await client.request("GET", path, params=params)
+        if resp.status == 404:
+            return None
+        if resp.status == 410 and token:  # the continuation expired: one unpaginated list
+            items.clear()
+            resp = await client.request("GET", path)
+            body = raise_for_status(resp)
+            return [_clean(item) for item in body.get("items") or ()]
+        body = raise_for_status(resp)
+        items.extend(_clean(item) for item in body.get("items") or ())
+        token = (body.get("metadata") or {}).get("continue") or ""
+        if not token:
+            return items
+
+
+async def take_snapshot(client: ApiClient, server: str = "") -> tuple[dict[str, Any], list[str]]:
+    """Read every kind of `KINDS`; returns the snapshot and one line per kind left out.
+
+    A required kind the cluster does not serve raises ``SnapshotError``."""
+    objects: dict[str, list[dict[str, Any]]] = {}
+    skipped: list[str] = []
+    for kind in KINDS:
+        items = await list_all(client, kind.path)
+        if items is None:
+            if not kind.optional:
+                raise SnapshotError(f"the cluster does not serve {kind.name} ({kind.path})")
+            skipped.append(f"{kind.name} ({kind.group_version}): not served by the cluster, skipped")
+            continue
+        objects[kind.name] = items
+    snapshot = {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "formatVersion": FORMAT_VERSION,
+        "takenAt": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "server": server,
+        "objects": objects,
+        "skipped": skipped,
+    }
+    return snapshot, skipped
+
+
+def write_snapshot(snapshot: dict[str, Any], path: str | Path) -> None:
+    Path(path).write_text(json.dumps(snapshot, separators=(",", ":")) + "\n")
+
+
+def read_snapshot(path: str | Path) -> dict[str, list[Any]]:
+    """The objects of a snapshot file, by store name; ``SnapshotError`` names what is wrong."""
+    try:
+        doc = json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise SnapshotError(f"{path}: {exc.strerror or exc}") from exc
+    except ValueError as exc:
+        raise SnapshotError(f"{path}: not JSON: {exc}") from exc
+    return parse_snapshot(doc, str(path))
+
+
+def parse_snapshot(doc: Any, source: str) -> dict[str, list[Any]]:
+    if not isinstance(doc, dict) or doc.get("kind") != KIND:
+        raise SnapshotError(f"{source}: not a {KIND} (kind: {KIND} expected)")
+    version = doc.get("formatVersion")
+    if version != FORMAT_VERSION:
+        raise SnapshotError(
+            f"{source}: formatVersion {version!r} is not supported (this version reads {FORMAT_VERSION})"
+        )
+    objects = doc.get("objects")
+    if not isinstance(objects, dict):
+        raise SnapshotError(f"{source}: objects: a map of kind to a list of objects expected")
+    for name, items in objects.items():
+        if not isinstance(items, list):
+            raise SnapshotError(f"{source}: objects.{name}: a list expected")
+    return objects

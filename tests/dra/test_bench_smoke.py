@@ -1,0 +1,15 @@
+"""bench.dra, tiny: every pod gets a device of its own (no timing is asserted)."""
+
+from __future__ import annotations
+
+from bench.dra import run
+
+
+async def test_every_claim_gets_a_device_of_its_own() -> None:
+    result, claims = await run(nodes=10, devices=4, pods=40)
+    assert result.bound == 40
+    devices = [
+        (r["pool"], r["device"]) for c in claims for r in c["status"]["allocation"]["devices"]["results"]
+    ]
+    assert len(devices) == len(set(devices)) == 40
+    assert all(len(c["status"]["reservedFor"]) == 1 for c in claims)

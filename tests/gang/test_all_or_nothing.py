@@ -1,0 +1,74 @@
+"""A gang that cannot fully fit reserves nothing; once it fits, it is bound at once (issue 15's
+recordings from a v1.36.2 control plane, both gates on)."""
+
+from __future__ import annotations
+
+from scheduler.app import SchedulerApp
+from tests.gang.conftest import (
+    NewCluster,
+    StartScheduler,
+    group_condition,
+    member,
+    node,
+    node_of,
+    pod_condition,
+    pod_group,
+)
+from tests.integration.conftest import eventually
+
+FIT_MESSAGE = (
+    "0/2 nodes are available: 2 Insufficient cpu. no new claims to deallocate, preemption: 0/2 nodes are "
+    "available: 2 No preemption victims found for incoming pod."
+)
+GANG_MESSAGE = (
+    "pod group is unschedulable, waiting for minCount pods from a gang to be scheduled, one or more "
+    "plugins asked to wait and no plugin rejected pod"
+)
+NAMES = ("train-0", "train-1", "train-2", "train-3")
+
+
+async def test_a_gang_that_does_not_fit_binds_nothing_then_binds_whole(
+    new_cluster: NewCluster,
+    start_scheduler: StartScheduler,
+) -> None:
+    sim = await new_cluster(nodes=2, bookmark_interval=0.5)
+    app = await start_scheduler(sim)
+    await sim.create("podgroups", pod_group("train", 4))
+    for name in NAMES:
+        await sim.create("pods", member(name, "train"))
+
+    def reported() -> bool:
+        return all(pod_condition(sim, name) for name in NAMES) and group_condition(sim, "train") is not None
+
+    await eventually(reported)
+    assert not any(node_of(sim, name) for name in NAMES)
+    messages = sorted(pod_condition(sim, name)["message"] for name in NAMES)  # type: ignore[index]
+    assert messages == sorted([FIT_MESSAGE, FIT_MESSAGE, GANG_MESSAGE, GANG_MESSAGE])
+    assert {pod_condition(sim, name)["reason"] for name in NAMES} == {"Unschedulable"}  # type: ignore[index]
+    cond = group_condition(sim, "train")
+    assert cond is not None
+    assert (cond["status"], cond["reason"], cond["message"]) == (
+        "False",
+        "Unschedulable",
+        "pod group is unschedulable",
+    )
+    assert cond["observedGeneration"] == 1
+    assert attempts(app, "unschedulable") >= 1
+
+    await sim.create("nodes", node("extra-0"))
+    await sim.create("nodes", node("extra-1"))
+    await eventually(lambda: all(node_of(sim, name) for name in NAMES))
+    assert len({node_of(sim, name) for name in NAMES}) == 4
+    await eventually(lambda: (group_condition(sim, "train") or {}).get("status") == "True")
+    cond = group_condition(sim, "train")
+    assert cond is not None and cond["reason"] == "Scheduled"
+    assert attempts(app, "scheduled") == 1
+    duration = app.metrics.registry.get_sample_value(
+        "scheduler_podgroup_scheduling_algorithm_duration_seconds_count", {}
+    )
+    assert duration is not None and duration >= 2
+
+
+def attempts(app: SchedulerApp, result: str) -> float:
+    labels = {"result": result, "profile": "pyscheduler"}
+    return app.metrics.registry.get_sample_value("scheduler_podgroup_schedule_attempts_total", labels) or 0.0
