@@ -1,11 +1,13 @@
 """Pods with ResourceClaims per second, in process: DynamicResources allocating one device each.
 
-    python -m bench.dra [--nodes 500] [--devices 8] [--pods 4000]
+    python -m bench.dra [--nodes 500] [--devices 8] [--pods 4000] [--extended]
 
 Every node publishes one ResourceSlice of ``--devices`` GPUs (model and memory attributes, the
 class selects the driver); every pod has its own claim asking for one GPU with more than 32 GB.
 The claims' writes (PreBind) land in an in-memory store that is also the claims lister, so the
-next cycles see them as the informer would. Upstream's published DRA floors are 40-70 pods/s at
+next cycles see them as the informer would. With ``--extended`` the pods ask for
+``example.com/gpu: 1`` instead, which the class serves (DRAExtendedResource): the scheduler
+creates each pod's claim at PreBind. Upstream's published DRA floors are 40-70 pods/s at
 500 nodes on many-core machines. Figures are printed, never asserted.
 """
 
@@ -17,11 +19,13 @@ import copy
 from typing import Any
 
 from bench.common import Harness, Result, make_pod
+from scheduler.api import Pod
 from scheduler.framework import ApiResponse
 from scheduler.testing import FakeLister
 
 DRIVER = "gpu.example.com"
 CLAIMS_PATH = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/"
+EXTENDED = "example.com/gpu"
 
 
 class ClaimStore:
@@ -32,13 +36,19 @@ class ClaimStore:
         self.version = 1
 
     async def request(self, method: str, path: str, body: Any = None, **_: Any) -> ApiResponse:
-        if method != "PUT" or not path.startswith(CLAIMS_PATH):
+        if method == "PATCH" and path.startswith("/api/v1/namespaces/default/pods/"):
+            return ApiResponse(200, {})  # a special claim named in the pod's status
+        created = method == "POST" and path == CLAIMS_PATH.rstrip("/")
+        if not created and (method != "PUT" or not path.startswith(CLAIMS_PATH)):
             raise RuntimeError(f"unexpected request in the benchmark: {method} {path}")
         self.version += 1
         stored = copy.deepcopy(body)
-        stored["metadata"]["resourceVersion"] = str(self.version)
+        meta = stored["metadata"]
+        if created:
+            meta.update(name=f"{meta['generateName']}{self.version}", uid=f"created-{self.version}")
+        meta["resourceVersion"] = str(self.version)
         self.claims.put(stored)
-        return ApiResponse(200, stored)
+        return ApiResponse(201 if created else 200, stored)
 
 
 def node_slice(i: int, devices: int) -> dict[str, Any]:
@@ -69,13 +79,17 @@ def claim(i: int) -> dict[str, Any]:
     }
 
 
-async def run(nodes: int, devices: int, pods: int) -> tuple[Result, list[dict[str, Any]]]:
+async def run(
+    nodes: int, devices: int, pods: int, extended: bool = False
+) -> tuple[Result, list[dict[str, Any]]]:
     """The figures and the claims as they ended up."""
-    device_class = {
+    device_class: dict[str, Any] = {
         "metadata": {"name": DRIVER},
         "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
     }
-    claims = FakeLister(claim(i) for i in range(pods))
+    if extended:
+        device_class["spec"]["extendedResourceName"] = EXTENDED
+    claims = FakeLister(() if extended else (claim(i) for i in range(pods)))
     listers = {
         "resourceclaims": claims,
         "resourceslices": FakeLister(node_slice(i, devices) for i in range(nodes)),
@@ -83,7 +97,9 @@ async def run(nodes: int, devices: int, pods: int) -> tuple[Result, list[dict[st
     }
     harness = Harness(nodes, client=ClaimStore(claims), listers=listers)
     measured = [
-        make_pod(
+        extended_pod(i)
+        if extended
+        else make_pod(
             f"pod-{i}", {"app": "train"}, resourceClaims=[{"name": "gpu", "resourceClaimName": f"claim-{i}"}]
         )
         for i in range(pods)
@@ -92,11 +108,21 @@ async def run(nodes: int, devices: int, pods: int) -> tuple[Result, list[dict[st
     return result, [dict(c) for c in claims.list()]
 
 
-async def report(nodes: int, devices: int, pods: int) -> None:
-    result, claims = await run(nodes, devices, pods)
+def extended_pod(i: int) -> Pod:
+    """A pod asking for one ``example.com/gpu`` besides its cpu."""
+    container = {"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "100m", EXTENDED: "1"}}}
+    meta = {"name": f"pod-{i}", "namespace": "default", "uid": f"uid-pod-{i}", "labels": {"app": "train"}}
+    return Pod.from_dict(
+        {"metadata": meta, "spec": {"schedulerName": "pyscheduler", "containers": [container]}}
+    )
+
+
+async def report(nodes: int, devices: int, pods: int, extended: bool) -> None:
+    result, claims = await run(nodes, devices, pods, extended)
     allocated = sum(1 for c in claims if (c.get("status") or {}).get("allocation"))
     summary = f"{result.decisions_per_s:.0f} pods/s, {allocated} claims allocated"
-    print(f"{result.line('one-device claims')}, {summary}")
+    what = f"{EXTENDED} via DRA" if extended else "one-device claims"
+    print(f"{result.line(what)}, {summary}")
 
 
 def main() -> None:
@@ -104,8 +130,9 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=500)
     parser.add_argument("--devices", type=int, default=8)
     parser.add_argument("--pods", type=int, default=4000)
+    parser.add_argument("--extended", action="store_true", help=f"pods request {EXTENDED} instead of claims")
     args = parser.parse_args()
-    asyncio.run(report(args.nodes, args.devices, args.pods))
+    asyncio.run(report(args.nodes, args.devices, args.pods, args.extended))
 
 
 if __name__ == "__main__":

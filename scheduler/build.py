@@ -26,7 +26,6 @@ from scheduler.framework import ApiClient, ObjectLister, PluginFactory
 from scheduler.framework.clock import REAL_CLOCK, Clock
 from scheduler.gang.cycle import PodGroupCycle
 from scheduler.gang.members import PodGroupMembers
-from scheduler.gang.metrics import PodGroupMetrics
 from scheduler.queue import ProfilesPolicy, SchedulingQueue
 from scheduler.runtime import Framework, FrameworkError
 from scheduler.runtime.handle import FrameworkHandle
@@ -156,7 +155,7 @@ def build_scheduler(
             listers,
             client,
             topology_aware=features.enabled(TOPOLOGY_AWARE_WORKLOAD_SCHEDULING),
-            metrics=PodGroupMetrics(metrics.registry) if metrics is not None else None,
+            metrics=metrics.pod_groups() if metrics is not None else None,
             rng=rng,
         )
     return SchedulerParts(cache, queue, frameworks, scheduler, extenders, api_objects, members)

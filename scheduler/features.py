@@ -22,6 +22,7 @@ OPPORTUNISTIC_BATCHING = "OpportunisticBatching"
 GENERIC_WORKLOAD = "GenericWorkload"
 GANG_SCHEDULING = "GangScheduling"
 TOPOLOGY_AWARE_WORKLOAD_SCHEDULING = "TopologyAwareWorkloadScheduling"
+WORKLOAD_AWARE_PREEMPTION = "WorkloadAwarePreemption"
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +41,9 @@ KNOWN: dict[str, Gate] = {
     "DRAConsumableCapacity": Gate(True, BETA, gap="a claim asking for device capacity is unschedulable"),
     "DRADeviceBindingConditions": Gate(True, BETA, gap="devices with binding conditions are not offered"),
     "DRADeviceTaints": Gate(True, BETA),
-    "DRAExtendedResource": Gate(True, BETA, gap="extended resources are not allocated from DRA devices"),
+    "DRAExtendedResource": Gate(
+        True, BETA, gap="NodeResourcesFit scoring by a DRA-backed extended resource counts no devices"
+    ),
     "DRANodeAllocatableResources": Gate(False, ALPHA),
     "DRAPartitionableDevices": Gate(True, BETA, gap="partitionable devices are not offered"),
     "DRAPrioritizedList": Gate(True, GA),
@@ -64,6 +67,8 @@ KNOWN: dict[str, Gate] = {
     "TaintTolerationComparisonOperators": Gate(False, ALPHA),
     TOPOLOGY_AWARE_WORKLOAD_SCHEDULING: Gate(False, ALPHA, switchable=True),
     "VolumeAttributesClass": Gate(True, GA, locked=True),
+    # off only: preemption runs per member of a pod group, with pyscheduler's gang guards
+    WORKLOAD_AWARE_PREEMPTION: Gate(False, ALPHA),
 }
 
 
@@ -71,6 +76,7 @@ KNOWN: dict[str, Gate] = {
 DEPENDENCIES: dict[str, tuple[str, ...]] = {
     GANG_SCHEDULING: (GENERIC_WORKLOAD,),
     TOPOLOGY_AWARE_WORKLOAD_SCHEDULING: (GENERIC_WORKLOAD,),
+    WORKLOAD_AWARE_PREEMPTION: (GANG_SCHEDULING,),
 }
 
 

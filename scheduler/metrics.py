@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import platform
 import random
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
 from prometheus_client.exposition import choose_encoder
 
 from scheduler import __version__
+
+if TYPE_CHECKING:
+    from scheduler.gang.metrics import PodGroupMetrics
 
 SUBSYSTEM = "scheduler"
 
@@ -92,6 +95,8 @@ class SchedulerMetrics:
         "_node_hint_duration",
         "_pending",
         "_plugin_duration",
+        "_pod_groups",
+        "_resource_claim_creates",
         "_rng",
         "_sli_duration",
         "_store_results_duration",
@@ -114,6 +119,7 @@ class SchedulerMetrics:
         "queue_incoming_pods",
         "queueing_hint_execution_duration",
         "registry",
+        "resource_claim_creates",
         "sample_percent",
         "schedule_attempts",
         "scheduling_algorithm_duration",
@@ -130,6 +136,7 @@ class SchedulerMetrics:
         rng: random.Random | None = None,
     ) -> None:
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
+        self._pod_groups: PodGroupMetrics | None = None
         self.sample_percent = sample_percent
         self._rng = rng if rng is not None else random.Random()
         reg = self.registry
@@ -210,6 +217,14 @@ class SchedulerMetrics:
         self.preemption_attempts = Counter(
             "preemption_attempts_total",
             "Preemption attempts since the scheduler started.",
+            namespace=SUBSYSTEM,
+            registry=reg,
+        )
+        # DRAExtendedResource: the special claims DynamicResources creates at PreBind
+        self.resource_claim_creates = Counter(
+            "resourceclaim_creates_total",
+            "Number of ResourceClaims creation requests within scheduler",
+            ["status"],
             namespace=SUBSYSTEM,
             registry=reg,
         )
@@ -325,6 +340,7 @@ class SchedulerMetrics:
         self._node_hint_duration = LabelledChildren(self.get_node_hint_duration)
         self._store_results_duration = LabelledChildren(self.store_schedule_results_duration)
         self._cache_size = LabelledChildren(self.cache_size)
+        self._resource_claim_creates = LabelledChildren(self.resource_claim_creates)
 
     # -------------------------------------------------------------------------- per-cycle helpers
 
@@ -361,6 +377,23 @@ class SchedulerMetrics:
         self.preemption_attempts.inc()
         if victims is not None:
             self.preemption_victims.observe(victims)
+
+    def pod_groups(self) -> PodGroupMetrics:
+        """The pod-group metrics, registered once, on first use: by the pod-group cycle
+        (GenericWorkload on, as upstream) or by a profile's Coscheduling."""
+        if self._pod_groups is None:
+            from scheduler.gang.metrics import PodGroupMetrics  # imports this module
+
+            self._pod_groups = PodGroupMetrics(self.registry)
+        return self._pod_groups
+
+    def observe_preemption_victims(self, victims: int) -> None:
+        """Victims of an attempt counted earlier, evicted now (a pod group's deferred preemption)."""
+        self.preemption_victims.observe(victims)
+
+    def resource_claim_created(self, status: str) -> None:
+        """One ResourceClaim creation request: ``success`` or ``failure``."""
+        self._resource_claim_creates(status).inc()
 
     def batch_attempt(self, profile: str, result: str) -> None:
         """One use of the batch: ``no_hint``, ``hint_used`` or ``hint_not_used``."""

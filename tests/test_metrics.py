@@ -39,6 +39,7 @@ def touch_every_metric(m: SchedulerMetrics) -> None:
     m.batch_flushed("p", "expired")
     m.observe_node_hint(True, "p", 0.00002)
     m.observe_store_results("p", 0.00002)
+    m.resource_claim_created("success")
 
 
 # (exposed family name, type, label names, bucket bounds or None)
@@ -79,6 +80,7 @@ EXPECTED = [
     ("scheduler_batch_cache_flushed", "counter", {"profile", "reason"}, None),
     ("scheduler_get_node_hint_duration_seconds", "histogram", {"hinted", "profile"}, (0.00001, 2, 12)),
     ("scheduler_store_schedule_results_duration_seconds", "histogram", {"profile"}, (0.00001, 2, 12)),
+    ("scheduler_resourceclaim_creates", "counter", {"status"}, None),
     ("leader_election_master_status", "gauge", {"name"}, None),
     ("pyscheduler_build_info", "gauge", {"version", "python"}, None),
 ]

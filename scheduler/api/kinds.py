@@ -331,7 +331,10 @@ PLUGIN_KINDS: dict[str, tuple[str, Check]] = {
             fields({"attached": boolean}),
         ),
     ),
-    "deviceclasses": ("DeviceClass", _kind(fields({"selectors": list_of(fields({}))}))),
+    "deviceclasses": (
+        "DeviceClass",
+        _kind(fields({"selectors": list_of(fields({})), "extendedResourceName": string})),
+    ),
     "resourceclaims": (
         "ResourceClaim",
         _kind(

@@ -36,6 +36,17 @@ class ContainerImage:
     size_bytes: int
 
 
+@dataclass(slots=True, frozen=True)
+class ContainerRequests:
+    """A container's spec requests, kept for the containers asking for a domain-prefixed
+    resource: DRA serves such extended resources per container (DRAExtendedResource)."""
+
+    index: int  # position among the init containers followed by the containers
+    name: str
+    long_lived: bool  # a container or a sidecar; a plain init container runs before them
+    requests: Mapping[str, Any]  # the API's ResourceList
+
+
 @dataclass(slots=True, eq=False)
 class Pod:
     uid: str
@@ -74,6 +85,8 @@ class Pod:
     resource_claims: tuple[Mapping[str, Any], ...] = ()
     # status.resourceClaimStatuses: the claims generated from templates, by pod claim name
     resource_claim_statuses: tuple[Mapping[str, Any], ...] = ()
+    # the containers requesting domain-prefixed resources (DRA may serve them)
+    container_requests: tuple[ContainerRequests, ...] = ()
     conditions: tuple[Mapping[str, Any], ...] = ()
     # spec facts NodeDeclaredFeatures infers node feature requirements from
     host_network: bool = False
@@ -158,6 +171,7 @@ class Pod:
                 images=tuple(c["image"] for c in (*init_containers, *containers) if c.get("image")),
                 resource_claims=tuple(spec.get("resourceClaims") or ()),
                 resource_claim_statuses=tuple(status.get("resourceClaimStatuses") or ()),
+                container_requests=_container_requests(init_containers, containers),
                 conditions=tuple(status.get("conditions") or ()),
                 host_network=bool(spec.get("hostNetwork")),
                 host_users=spec.get("hostUsers"),
@@ -173,6 +187,16 @@ class Pod:
 
 
 _POD_FIELDS = tuple(f.name for f in fields(Pod))
+
+
+def _container_requests(init_containers: list[Any], containers: list[Any]) -> tuple[ContainerRequests, ...]:
+    found = []
+    for index, container in enumerate((*init_containers, *containers)):
+        requests = (container.get("resources") or {}).get("requests") or {}
+        if any("/" in name for name in requests):
+            long_lived = index >= len(init_containers) or container.get("restartPolicy") == "Always"
+            found.append(ContainerRequests(index, str(container.get("name", "")), long_lived, requests))
+    return tuple(found)
 
 
 @dataclass(slots=True, eq=False)

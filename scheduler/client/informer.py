@@ -87,16 +87,47 @@ class _Entry(Generic[T]):
 
 class Store(Generic[T]):
     """The decoded objects the handler has been told about, keyed by ``namespace/name``
-    (plain ``name`` for cluster-scoped kinds)."""
+    (plain ``name`` for cluster-scoped kinds).
 
-    __slots__ = ("_entries",)
+    ``with_label`` answers from an index per label key, built on its first call for that key
+    and kept up to date by every change from then on; a store nobody asks keeps none.
+    """
+
+    __slots__ = ("_by_label", "_entries")
 
     def __init__(self) -> None:
         self._entries: dict[str, _Entry[T]] = {}
+        # label key -> (namespace, value) -> store key -> object
+        self._by_label: dict[str, dict[tuple[str, str], dict[str, T]]] = {}
 
     def get(self, key: str) -> T | None:
         entry = self._entries.get(key)
         return entry.obj if entry else None
+
+    def with_label(self, namespace: str, key: str, value: str) -> builtins.list[T]:
+        """The objects of ``namespace`` ("" for cluster-scoped kinds) labelled ``key=value``."""
+        index = self._by_label.get(key)
+        if index is None:
+            index = self._by_label[key] = {}
+            for name, entry in self._entries.items():
+                _index(index, key, name, entry.obj)
+        return builtins.list(index.get((namespace, value), {}).values())
+
+    def _set(self, name: str, entry: _Entry[T]) -> None:
+        if self._by_label:
+            old = self._entries.get(name)
+            for key, index in self._by_label.items():
+                if old is not None:
+                    _unindex(index, key, name, old.obj)
+                _index(index, key, name, entry.obj)
+        self._entries[name] = entry
+
+    def _pop(self, name: str) -> _Entry[T] | None:
+        entry = self._entries.pop(name, None)
+        if entry is not None:
+            for key, index in self._by_label.items():
+                _unindex(index, key, name, entry.obj)
+        return entry
 
     def list(self) -> list[T]:
         return [e.obj for e in self._entries.values()]
@@ -112,6 +143,34 @@ class Store(Generic[T]):
 
     def __iter__(self) -> Iterator[T]:
         return iter(self.list())
+
+
+def _labels(obj: object) -> Mapping[str, Any]:
+    """An API view's labels, or a plain API dict's ``metadata.labels``."""
+    if isinstance(obj, Mapping):
+        meta = obj.get("metadata")
+        labels = meta.get("labels") if isinstance(meta, Mapping) else None
+    else:
+        labels = getattr(obj, "labels", None)
+    return labels if isinstance(labels, Mapping) else {}
+
+
+def _index(index: dict[tuple[str, str], dict[str, T]], key: str, name: str, obj: T) -> None:
+    value = _labels(obj).get(key)
+    if isinstance(value, str):
+        index.setdefault((name.rpartition("/")[0], value), {})[name] = obj
+
+
+def _unindex(index: dict[tuple[str, str], dict[str, T]], key: str, name: str, obj: T) -> None:
+    value = _labels(obj).get(key)
+    if not isinstance(value, str):
+        return
+    slot = (name.rpartition("/")[0], value)
+    members = index.get(slot)
+    if members is not None:
+        members.pop(name, None)
+        if not members:
+            del index[slot]
 
 
 class _Expired(Exception):
@@ -273,13 +332,15 @@ class Informer(Generic[T]):
         update; an object that exists but no longer decodes keeps its last good version
         (unless its uid says it is another object now).
         """
-        current = self.store._entries
+        store, current = self.store, self.store._entries
         gone = [k for k, e in current.items() if k not in fresh and not self._kept(e, undecodable.get(k))]
         for key in gone:
-            self._notify(self._handler.on_delete, current.pop(key).obj)
+            removed = current[key].obj
+            store._pop(key)
+            self._notify(self._handler.on_delete, removed)
         for key, entry in fresh.items():
             old = current.get(key)
-            current[key] = entry
+            store._set(key, entry)
             if old is None:
                 self._notify(self._handler.on_add, entry.obj)
             elif old.uid != entry.uid:
@@ -336,13 +397,13 @@ class Informer(Generic[T]):
             self._rv = rv or self._rv
             return
         key = _key(meta)
-        current = self.store._entries
+        store, current = self.store, self.store._entries
         if kind in ("ADDED", "MODIFIED"):
             obj = self._decode_or_report(raw, key, self._reported)
             old = current.get(key)
             if obj is not None:
                 self._forget(key)
-                current[key] = _Entry(rv, _text(meta, "uid"), obj)
+                store._set(key, _Entry(rv, _text(meta, "uid"), obj))
                 if old is None:
                     self._notify(self._handler.on_add, obj)
                 elif old.uid != current[key].uid:
@@ -351,11 +412,11 @@ class Informer(Generic[T]):
                 else:
                     self._notify(self._handler.on_update, old.obj, obj)
             elif old is not None and not self._kept(old, _text(meta, "uid")):
-                del current[key]  # replaced by another object under that name, a malformed one
+                store._pop(key)  # replaced by another object under that name, a malformed one
                 self._notify(self._handler.on_delete, old.obj)
         elif kind == "DELETED":
             self._forget(key)
-            gone = current.pop(key, None)
+            gone = store._pop(key)
             if gone is not None:
                 self._notify(self._handler.on_delete, gone.obj)
         else:

@@ -1,22 +1,29 @@
-"""Which devices a pod's unallocated claims get on one node: upstream's structured allocator.
+"""Which devices a pod's unallocated claims get on one node: upstream's structured allocator
+(the "incubating" variant, which v1.36.2 picks with its default feature gates).
 
 A depth-first search over claims, their requests (for ``firstAvailable``, the alternatives in
 order) and the devices each needs, in pool order (driver, pool), slice name and device order;
-it backtracks when a later request or a ``matchAttribute`` constraint cannot be met. A device is
-taken when it is not allocated to any claim yet (``adminAccess`` requests may share one), every
-selector of its class and of the request matches, and its taints are tolerated. The result of
-each claim is the API's ``AllocationResult``: devices per request, the class and claim
-configuration for the requests that got devices, and the node selector the devices imply.
+the next device of a request is looked for after the previous one, so each set of devices is
+tried once, and the first complete solution is taken, as upstream's, so the same slices give
+the same device names. It backtracks when a later request, a ``matchAttribute`` or
+``distinctAttribute`` constraint, or the limit of 32 devices per claim cannot be met. A device
+is taken when it is not allocated to any claim yet (``adminAccess`` requests may share one),
+every selector of its class and of the request matches, and its taints are tolerated. The
+result of each claim is the API's ``AllocationResult``: devices per request, the class and
+claim configuration for the requests that got devices, and the node selector the devices imply.
 
 ``allocate`` returns None when the claims do not fit on the node, raises ``NodeFailure`` when
-the node's pools are unusable (the plugin then reports it for that node only), and
+the node's pools are unusable or when they do not fit and the node has devices left out for a
+feature pyscheduler lacks (the plugin then reports it for that node only, naming it), and
 ``ClaimError`` for a problem of a claim or class (a bad selector, an All request over a pool
 being updated): upstream stops scheduling the pod with that error.
 """
 
 from __future__ import annotations
 
+import sys
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +32,7 @@ from scheduler.dra.cel import CelError, SelectorCache
 from scheduler.dra.model import Device, DeviceID, Pool, SliceIndex
 
 ALLOCATION_RESULTS_MAX_SIZE = 32  # upstream's AllocationResultsMaxSize
+CANNOT_ALLOCATE = "cannot allocate all claims"  # upstream's reason when the claims do not fit
 ALL = "All"
 EXACT_COUNT = "ExactCount"
 
@@ -83,23 +91,42 @@ class _Slot:
 class _Claim:
     claim: Mapping[str, Any]
     slots: list[_Slot]
-    constraints: list[tuple[str, tuple[str, ...]]]  # matchAttribute, requests
+    constraints: list[tuple[type[_Constraint], str, tuple[str, ...]]]  # kind, attribute, requests
 
 
-class _MatchAttribute:
-    __slots__ = ("attribute", "count", "requests", "value")
+class _Constraint(ABC):
+    """A claim constraint over the devices of the requests it names (all when it names none)."""
+
+    __slots__ = ("attribute", "count", "requests")
 
     def __init__(self, attribute: str, requests: Collection[str]) -> None:
         self.attribute = attribute
         self.requests = frozenset(requests)
-        self.value: Any = None
         self.count = 0
 
-    def _applies(self, request: _Request) -> bool:
+    def applies(self, request: _Request) -> bool:
         return not self.requests or request.base in self.requests or request.name in self.requests
 
+    @abstractmethod
     def add(self, request: _Request, device: Device) -> bool:
-        if not self._applies(request):
+        """Whether the device may join; if so, it is counted."""
+
+    @abstractmethod
+    def remove(self, request: _Request) -> None:
+        """Undoes the last successful ``add`` of this request."""
+
+
+class _MatchAttribute(_Constraint):
+    """Every device has the attribute, with one value."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, attribute: str, requests: Collection[str]) -> None:
+        super().__init__(attribute, requests)
+        self.value: Any = None
+
+    def add(self, request: _Request, device: Device) -> bool:
+        if not self.applies(request):
             return True
         value = _lookup_attribute(device, self.attribute)
         if value is None:
@@ -112,11 +139,41 @@ class _MatchAttribute:
         return True
 
     def remove(self, request: _Request) -> None:
-        if self._applies(request):
+        if self.applies(request):
+            self.count -= 1
+
+
+class _DistinctAttribute(_Constraint):
+    """Every device has the attribute, each with another value. As upstream, the value kept is
+    the last one per request (not per device), so two devices of one request are compared with
+    each other when picked but later requests are compared with that request's last device."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, attribute: str, requests: Collection[str]) -> None:
+        super().__init__(attribute, requests)
+        self.values: dict[str, Any] = {}
+
+    def add(self, request: _Request, device: Device) -> bool:
+        if not self.applies(request):
+            return True
+        value = _lookup_attribute(device, self.attribute)
+        if value is None:
+            return False
+        if self.count and any(value == other for other in self.values.values()):
+            return False
+        self.values[request.base] = value
+        self.count += 1
+        return True
+
+    def remove(self, request: _Request) -> None:
+        if self.applies(request):
+            self.values.pop(request.base, None)
             self.count -= 1
 
 
 def _lookup_attribute(device: Device, name: str) -> Any:
+    """The attribute by its qualified name; the driver's own may be stored without its domain."""
     if name in device.attributes:
         return device.attributes[name]
     domain, sep, ident = name.partition("/")
@@ -173,10 +230,18 @@ class Allocator:
 
     def allocate(self, node_name: str, labels: Mapping[str, str]) -> NodeAllocation | None:
         """AllocationTimeout when the search on this node takes longer than ``timeout``."""
-        search = _Search(self, self.index.pools_for(node_name, labels))
+        search = _Search(
+            self, self.index.pools_for(node_name, labels), self.index.usable_devices(node_name, labels)
+        )
         if not search.run():
             if any(p.invalid for p in search.pools):
                 raise NodeFailure("invalid resource pools were encountered")
+            left_out = sorted({f for p in search.pools for s in p.slices for f in s.skipped})
+            if left_out:
+                raise NodeFailure(
+                    f"{CANNOT_ALLOCATE}: the node's devices that need {', '.join(left_out)} were left out "
+                    "(not implemented by pyscheduler)"
+                )
             return None
         return NodeAllocation(self.claims, search.results)
 
@@ -192,25 +257,24 @@ class Allocator:
                     for sub in raw["firstAvailable"]
                 ]
                 slots.append(_Slot(None, alternatives))
-                min_devices += min(r.count for r in alternatives)
+                min_devices += min(_fixed_count(r) for r in alternatives)
             else:
                 exact = self._request(claim, raw.get("exactly") or {}, name, name, "")
                 slots.append(_Slot(exact, []))
-                min_devices += exact.count
-        if min_devices > ALLOCATION_RESULTS_MAX_SIZE:
-            raise ClaimError(
-                f"claim {claim_ref(claim)}: number of requested devices {min_devices} exceeds the claim "
-                f"limit of {ALLOCATION_RESULTS_MAX_SIZE}"
-            )
-        constraints = []
+                min_devices += _fixed_count(exact)
+        _check_claim_size(claim, min_devices)
+        constraints: list[tuple[type[_Constraint], str, tuple[str, ...]]] = []
         for i, raw in enumerate(devices.get("constraints") or ()):
-            attribute = raw.get("matchAttribute")
-            if not attribute:
+            requests = tuple(raw.get("requests") or ())
+            if raw.get("matchAttribute"):
+                constraints.append((_MatchAttribute, str(raw["matchAttribute"]), requests))
+            elif raw.get("distinctAttribute"):
+                constraints.append((_DistinctAttribute, str(raw["distinctAttribute"]), requests))
+            else:
                 raise ClaimError(
                     f"claim {claim_ref(claim)}, constraint #{i}: empty constraint "
                     "(unsupported constraint type?)"
                 )
-            constraints.append((str(attribute), tuple(raw.get("requests") or ())))
         return _Claim(claim, slots, constraints)
 
     def _request(
@@ -257,6 +321,19 @@ class Allocator:
         )
 
 
+def _fixed_count(request: _Request) -> int:
+    """The devices a request needs before the node is known (All: none yet)."""
+    return 0 if request.mode == ALL else request.count
+
+
+def _check_claim_size(claim: Mapping[str, Any], min_devices: int) -> None:
+    if min_devices > ALLOCATION_RESULTS_MAX_SIZE:
+        raise ClaimError(
+            f"claim {claim_ref(claim)}: number of requested devices {min_devices} exceeds the claim "
+            f"limit of {ALLOCATION_RESULTS_MAX_SIZE}"
+        )
+
+
 class NodeAllocation:
     """The devices found on one node, per claim; ``results`` are the API's AllocationResults."""
 
@@ -276,14 +353,34 @@ class NodeAllocation:
         return self._results
 
 
-class _Search:
-    """One node's depth-first search."""
+# frames one device (or request, or claim) of a solution takes on the stack of the search
+_FRAMES_PER_STEP = 3
 
-    def __init__(self, allocator: Allocator, pools: list[Pool]) -> None:
+
+def _allow_recursion(frames: int) -> None:
+    """Up to 32 claims of 32 devices each go past Python's default limit (the frames of a
+    pure-Python recursion do not grow the C stack since Python 3.11)."""
+    needed = frames + 200  # what called the search
+    if sys.getrecursionlimit() < needed:
+        sys.setrecursionlimit(needed)
+
+
+class _TooManyDevices(Exception):
+    """A choice so far would give a claim more than 32 devices: upstream backtracks further
+    (up to the nearest firstAvailable request, which may try a smaller alternative)."""
+
+
+class _Search:
+    """One node's depth-first search, in upstream's order: claims, their requests (the
+    alternatives of a firstAvailable request in turn), and for each device of a request the
+    candidates after the previous device's place, so each set of devices is tried once."""
+
+    def __init__(self, allocator: Allocator, pools: list[Pool], candidates: list[Device]) -> None:
         self.a = allocator
         self.pools = pools
+        self.candidates = candidates  # of ExactCount requests: usable pools, their slices, devices
         self.claims = allocator.claims
-        self.constraints = [[_MatchAttribute(a, r) for a, r in c.constraints] for c in self.claims]
+        self.constraints = [[kind(a, r) for kind, a, r in c.constraints] for c in self.claims]
         self.allocating: dict[DeviceID, set[int]] = {}
         self.results: list[list[tuple[_Request, Device]]] = [[] for _ in self.claims]
         self.all_devices: dict[int, list[Device]] = {}  # id(request) -> its devices on this node
@@ -292,12 +389,27 @@ class _Search:
         self.steps = 0
 
     def run(self) -> bool:
+        depth = 0  # how deep the search can go: devices (at most 32 a claim), requests, claims
         for claim in self.claims:
+            least = most = 0  # the fewest and the most devices the claim can get on this node
             for slot in claim.slots:
+                counts = []
                 for request in (slot.exact,) if slot.exact is not None else slot.alternatives:
                     if request.mode == ALL:
-                        self.all_devices[id(request)] = self._all_devices(claim.claim, request)
-        return self._one(0, 0, 0, None)
+                        devices = self._all_devices(claim.claim, request)
+                        self.all_devices[id(request)] = devices
+                        counts.append(len(devices))
+                    else:
+                        counts.append(request.count)
+                least += min(counts)
+                most += max(counts)
+            _check_claim_size(claim.claim, least)
+            depth += min(most, ALLOCATION_RESULTS_MAX_SIZE) + len(claim.slots) + 1
+        _allow_recursion(depth * _FRAMES_PER_STEP)
+        try:
+            return self._one(0, 0, 0, None, 0)
+        except _TooManyDevices:
+            raise ClaimError("allocation max size exceeded") from None
 
     def _all_devices(self, claim: Mapping[str, Any], request: _Request) -> list[Device]:
         devices: list[Device] = []
@@ -311,6 +423,14 @@ class _Search:
                 raise ClaimError(
                     f"claim {claim_ref(claim)}, request {request.name}: asks for all devices, but resource "
                     f"pool {pool.pool_id} is currently invalid"
+                )
+            left_out = sorted({f for s in pool.slices for f in s.skipped})
+            if left_out:
+                # all but those would be a smaller allocation than upstream's: none instead
+                raise NodeFailure(
+                    f"{CANNOT_ALLOCATE}: claim {claim_ref(claim)}, request {request.name} asks for all "
+                    f"devices, but the node's devices that need {', '.join(left_out)} were left out "
+                    "(not implemented by pyscheduler)"
                 )
             devices += (d for d in pool.devices() if self._selectable(request, d))
         return devices
@@ -346,46 +466,80 @@ class _Search:
         if self.steps % _STEPS_PER_CLOCK_CHECK == 0 and self.a.clock() > self.deadline:
             raise AllocationTimeout
 
-    def _one(self, ci: int, ri: int, di: int, sub: int | None) -> bool:
+    def _next_claim(self, ci: int) -> bool:
+        try:
+            return self._one(ci + 1, 0, 0, None, 0)
+        except _TooManyDevices:
+            return False  # another choice in an earlier claim may leave room
+
+    def _alternatives(self, ci: int, ri: int, slot: _Slot) -> bool:
+        all_too_many = True
+        for k in range(len(slot.alternatives)):
+            try:
+                if self._one(ci, ri, 0, k, 0):
+                    return True
+            except _TooManyDevices:
+                continue
+            all_too_many = False
+        if all_too_many:
+            raise _TooManyDevices
+        return False
+
+    def _one(self, ci: int, ri: int, di: int, sub: int | None, start: int) -> bool:
+        """Device ``di`` of request ``ri`` (alternative ``sub``) of claim ``ci``, from the
+        candidates at ``start`` on."""
         if ci >= len(self.claims):
             return True
         slots = self.claims[ci].slots
         if ri >= len(slots):
-            return self._one(ci + 1, 0, 0, None)
+            return self._next_claim(ci)
         slot = slots[ri]
         if slot.exact is None and sub is None:
-            return any(self._one(ci, ri, 0, k) for k in range(len(slot.alternatives)))
+            return self._alternatives(ci, ri, slot)
         request = slot.exact if slot.exact is not None else slot.alternatives[sub or 0]
-        if request.mode == ALL:
-            devices = self.all_devices[id(request)]
-            if not devices:
-                return False
-            if di >= len(devices):
-                return self._one(ci, ri + 1, 0, None)
-            if not self._add(ci, request, devices[di], must=True):
-                return False
-            if self._one(ci, ri, di + 1, sub):
-                return True
-            self._remove(ci, request, devices[di])
+        devices = self.all_devices[id(request)] if request.mode == ALL else None
+        if devices is not None and not devices:
             return False
-        if di >= request.count:
-            return self._one(ci, ri + 1, 0, None)
-        for pool in self.pools:
-            if pool.incomplete or pool.invalid:
+        wanted = len(devices) if devices is not None else request.count
+        if di >= wanted:
+            return self._one(ci, ri + 1, 0, None, 0)
+        if len(self.results[ci]) + wanted - di > ALLOCATION_RESULTS_MAX_SIZE:
+            raise _TooManyDevices
+        if devices is not None:
+            device = devices[di]
+            if not self._add(ci, request, device, must=True):
+                return False
+            return self._then(ci, request, device, ri, di, sub, 0)
+        candidates = self.candidates
+        for position in range(start, len(candidates)):
+            device = candidates[position]
+            if self.timed:
+                self._step()
+            if request.admin:
+                if ci in self.allocating.get(device.id, ()):
+                    continue
+            elif self._in_use(device.id):
                 continue
-            for device in pool.devices():
-                if self.timed:
-                    self._step()
-                if not request.admin and self._in_use(device.id):
-                    continue
-                if not self._selectable(request, device):
-                    continue
-                if not self._add(ci, request, device, must=False):
-                    continue
-                if self._one(ci, ri, di + 1, sub):
-                    return True
-                self._remove(ci, request, device)
+            if not self._selectable(request, device):
+                continue
+            if not self._add(ci, request, device, must=False):
+                continue
+            if self._then(ci, request, device, ri, di, sub, position + 1):
+                return True
         return False
+
+    def _then(
+        self, ci: int, request: _Request, device: Device, ri: int, di: int, sub: int | None, start: int
+    ) -> bool:
+        """The rest of the search with ``device`` taken; it is given back unless that succeeds."""
+        try:
+            found = self._one(ci, ri, di + 1, sub, start)
+        except _TooManyDevices:
+            self._remove(ci, request, device)
+            raise
+        if not found:
+            self._remove(ci, request, device)
+        return found
 
     def _add(self, ci: int, request: _Request, device: Device, must: bool) -> bool:
         if request.admin:
@@ -438,7 +592,7 @@ def _result(claim: Mapping[str, Any], chosen: Sequence[tuple[_Request, Device]])
     config = _config(claim, chosen)
     if config:
         allocation["devices"]["config"] = config
-    node_selector = _node_selector(device for _, device in chosen)
+    node_selector = _node_selector(claim, (device for _, device in chosen))
     if node_selector is not None:
         allocation["nodeSelector"] = node_selector
     return allocation
@@ -484,7 +638,7 @@ def _config(claim: Mapping[str, Any], chosen: Sequence[tuple[_Request, Device]])
     return config
 
 
-def _node_selector(devices: Iterable[Device]) -> dict[str, Any] | None:
+def _node_selector(claim: Mapping[str, Any], devices: Iterable[Device]) -> dict[str, Any] | None:
     """Where the allocation can be used: the node of a node-local device, else the union of the
     requirements of the slices' node selectors, else everywhere (None)."""
     fields: list[Any] = []
@@ -499,16 +653,31 @@ def _node_selector(devices: Iterable[Device]) -> dict[str, Any] | None:
             }
         terms = (s.raw_node_selector or {}).get("nodeSelectorTerms") or ()
         if len(terms) > 1:
-            raise ClaimError(f"unsupported ResourceSlice.NodeSelector with {len(terms)} terms")
+            name = (claim.get("metadata") or {}).get("name", "")
+            raise ClaimError(
+                f"create NodeSelector for claim {name}: unsupported ResourceSlice.NodeSelector "
+                f"with {len(terms)} terms"
+            )
         if terms:
-            fields += (r for r in terms[0].get("matchFields") or () if r not in fields)
-            expressions += (r for r in terms[0].get("matchExpressions") or () if r not in expressions)
+            _add_requirements(fields, terms[0].get("matchFields") or ())
+            _add_requirements(expressions, terms[0].get("matchExpressions") or ())
     term: dict[str, Any] = {}
     if expressions:
         term["matchExpressions"] = expressions
     if fields:
         term["matchFields"] = fields
     return {"nodeSelectorTerms": [term]} if term else None
+
+
+def _add_requirements(into: list[Any], requirements: Iterable[Mapping[str, Any]]) -> None:
+    """Adds each requirement not already there (the same key, operator and set of values)."""
+
+    def key(r: Mapping[str, Any]) -> tuple[Any, ...]:
+        return (r.get("key"), r.get("operator"), frozenset(r.get("values") or ()))
+
+    for requirement in requirements:
+        if all(key(r) != key(requirement) for r in into):
+            into.append(requirement)
 
 
 def _configuration(raw: Mapping[str, Any]) -> dict[str, Any]:

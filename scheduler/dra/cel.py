@@ -6,21 +6,28 @@ takes ~600 µs; a cycle evaluates thousands of (selector, device) pairs.
 
 The environment is upstream's: ``device.driver``, ``device.allowMultipleAllocations``,
 ``device.attributes[domain][id]`` (int, bool, string or semver) and ``device.capacity[domain][id]``
-(quantities), with the Kubernetes ``quantity``/``semver`` libraries. The runtime cannot hold
+(quantities), with the Kubernetes ``quantity``/``semver`` libraries, the strings extension,
+``cel.bind``, optional types, and Kubernetes' list (isSorted/sum/min/max/indexOf/lastIndexOf),
+sets and regex (find/findAll, with Python's regular expressions) functions. Not there yet:
+ip/cidr/url/format and the cel-go list extension (sort, flatten, ...), two-variable
+comprehensions. The runtime cannot hold
 foreign values, so a quantity is a one-entry map ``{"__quantity__": canonical}`` and a semver
 ``{"__semver__": text}``: CEL equality on them is then semantic equality, and the library
 functions below are member overloads on such maps. As upstream, a domain the device does not have
-reads as an empty map (for the domains the expression names as string literals); an id it does
-not have is a runtime error.
+reads as an empty map (for the domains the expression names as string literals, and the
+driver's); an id it does not have is a runtime error, worded as cel-go words it.
 
 Every expression is compiled once (``SelectorCache``), a compile error or a runtime error belongs
 to the claim or class that holds the selector (``CelError``), never to the scheduler, and an
 expression longer than upstream's limit or whose comprehensions could run longer than upstream's
-cost budget is refused before it runs.
+cost budget is refused before it runs (this runtime does not count the cost while it runs, as
+cel-go does).
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -68,9 +75,38 @@ def _fraction(value: Mapping[str, str]) -> Fraction:
 
 
 def semver_value(text: str) -> dict[str, str]:
+    """The CEL form of a version; build metadata is left out, as it plays no part in comparing."""
     if not _SEMVER.match(text):
         raise ValueError(f"Could not parse semantic version: {text}")
-    return {SEMVER_KEY: text}
+    return {SEMVER_KEY: text.partition("+")[0]}
+
+
+def _normalized(text: str) -> str:
+    """Upstream's ``normalize``: no "v" prefix, no leading zeros, missing minor/patch as 0."""
+    parts = text.removeprefix("v").split(".", 2)
+    for i, part in enumerate(parts):
+        if len(part) > 1:
+            part = part.lstrip("0")
+            if not part or not part[0].isdigit():
+                part = "0" + part
+            parts[i] = part
+    if len(parts) < 3:
+        if any(c in parts[-1] for c in "+-"):
+            raise ValueError("short version cannot contain PreRelease/Build meta data")
+        parts += ["0"] * (3 - len(parts))
+    return ".".join(parts)
+
+
+def _semver_of(text: str, normalize: bool) -> dict[str, str]:
+    return semver_value(_normalized(text) if normalize else text)
+
+
+def _is_semver(text: str, normalize: bool = False) -> bool:
+    try:
+        _semver_of(text, normalize)
+    except ValueError:
+        return False
+    return True
 
 
 def _semver_key(value: Mapping[str, str]) -> tuple[Any, ...]:
@@ -121,6 +157,29 @@ def _is_quantity(text: str) -> bool:
     return True
 
 
+def _is_sorted(items: list[Any]) -> bool:
+    return all(a <= b for a, b in itertools.pairwise(items))
+
+
+def _extreme(pick: Any, name: str) -> Any:
+    def extreme(items: list[Any]) -> Any:
+        if not items:
+            raise ValueError(f"{name} called on empty list")
+        return pick(items)
+
+    return extreme
+
+
+def _find(text: str, pattern: str) -> str:
+    match = re.search(pattern, text)
+    return match.group(0) if match else ""
+
+
+def _find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
+    found = [m.group(0) for m in re.finditer(pattern, text)]
+    return found if limit < 0 else found[:limit]
+
+
 def _version_part(index: int) -> Any:
     def part(value: Mapping[str, str]) -> int:
         return int(_semver_key(value)[index])
@@ -141,11 +200,56 @@ def _overload(name: str, result: Any, params: list[Any], impl: Any, member: bool
 def _functions() -> list[Any]:
     decl = cel.FunctionDecl
     v, s, i, b, d = _VALUE, _T.STRING, _T.INT, _T.BOOL, _T.DOUBLE
+    dyns = _T.List(_T.DYN)
     return [
         decl("quantity", [_overload("dra_quantity", v, [s], quantity_value)]),
         decl("isQuantity", [_overload("dra_is_quantity", b, [s], _is_quantity)]),
-        decl("semver", [_overload("dra_semver", v, [s], semver_value)]),
-        decl("isSemver", [_overload("dra_is_semver", b, [s], lambda t: bool(_SEMVER.match(t)))]),
+        decl(
+            "semver",
+            [
+                _overload("dra_semver", v, [s], semver_value),
+                _overload("dra_semver_normalize", v, [s, b], _semver_of),
+            ],
+        ),
+        decl(
+            "isSemver",
+            [
+                _overload("dra_is_semver", b, [s], _is_semver),
+                _overload("dra_is_semver_normalize", b, [s, b], _is_semver),
+            ],
+        ),
+        # Kubernetes' lists (indexOf/lastIndexOf: _list_positions), sets and regex libraries
+        decl("isSorted", [_overload("k8s_is_sorted", b, [dyns], _is_sorted, True)]),
+        decl("sum", [_overload("k8s_sum", _T.DYN, [dyns], sum, True)]),
+        decl("min", [_overload("k8s_min", _T.DYN, [dyns], _extreme(min, "min"), True)]),
+        decl("max", [_overload("k8s_max", _T.DYN, [dyns], _extreme(max, "max"), True)]),
+        decl(
+            "sets.contains",
+            [_overload("k8s_sets_contains", b, [dyns, dyns], lambda a, c: all(x in a for x in c))],
+        ),
+        decl(
+            "sets.equivalent",
+            [
+                _overload(
+                    "k8s_sets_equivalent",
+                    b,
+                    [dyns, dyns],
+                    lambda a, c: all(x in a for x in c) and all(x in c for x in a),
+                )
+            ],
+        ),
+        decl(
+            "sets.intersects",
+            [_overload("k8s_sets_intersects", b, [dyns, dyns], lambda a, c: any(x in a for x in c))],
+        ),
+        decl("find", [_overload("k8s_find", s, [s, s], _find, True)]),
+        decl(
+            "findAll",
+            [
+                _overload("k8s_find_all", _T.List(s), [s, s], _find_all, True),
+                _overload("k8s_find_all_n", _T.List(s), [s, s, i], _find_all, True),
+            ],
+        ),
         decl("compareTo", [_overload("dra_compare_to", i, [v, v], _compare, True)]),
         decl(
             "isGreaterThan",
@@ -193,7 +297,44 @@ def _functions() -> list[Any]:
     ]
 
 
-_ENV = cel.NewEnv(variables={"device": _T.DYN}, functions=_functions())
+# Upstream's base environment has the strings extension (version 2), bindings (cel.bind) and
+# optional types (``.?``), besides the libraries above.
+def _index_of(items: list[Any], item: Any) -> int:
+    return items.index(item) if item in items else -1
+
+
+def _last_index_of(items: list[Any], item: Any) -> int:
+    return len(items) - 1 - items[::-1].index(item) if item in items else -1
+
+
+def _list_positions() -> Any:
+    """Lists' indexOf/lastIndexOf: as an extension after the strings one, the runtime adds them
+    to its string overloads (declared as plain functions, the names would clash)."""
+    dyns = _T.List(_T.DYN)
+    return cel.CelExtension(
+        "k8s_list_positions",
+        [
+            cel.FunctionDecl("indexOf", [_overload("k8s_index_of", _T.INT, [dyns, _T.DYN], _index_of, True)]),
+            cel.FunctionDecl(
+                "lastIndexOf", [_overload("k8s_last_index_of", _T.INT, [dyns, _T.DYN], _last_index_of, True)]
+            ),
+        ],
+    )
+
+
+@functools.cache
+def _env() -> Any:
+    """The DRA environment, made on the first selector compiled: its extension libraries cost
+    ~8 MB and a tenth of a second at start, which a cluster without DRA claims never needs."""
+    from cel_expr_python.ext.ext_bindings import ExtBindings
+    from cel_expr_python.ext.ext_optional import ExtOptional
+    from cel_expr_python.ext.ext_strings import ExtStrings
+
+    return cel.NewEnv(
+        variables={"device": _T.DYN},
+        extensions=[ExtStrings(2), _list_positions(), ExtBindings(), ExtOptional()],
+        functions=_functions(),
+    )
 
 
 # ------------------------------------------------------------------ devices and selectors
@@ -211,20 +352,47 @@ class CelDevice:
 
 def estimated_cost(expression: str) -> int:
     """A bound on the work an expression can do: its size, times the iterations of its nested
-    comprehensions (each over at most a device's 32 attributes or capacities)."""
+    comprehensions (each over a list literal's elements, else at most a device's 32 attributes
+    or capacities)."""
     text = _STRING_LITERAL.sub('""', expression)
-    depth = deepest = pos = 0
-    stack: list[bool] = []  # per open parenthesis: does it open a comprehension?
+    factor = deepest = 1
+    pos = 0
+    stack: list[int] = []  # per open parenthesis: the iterations it multiplies by
     for match in re.finditer(r"[()]", text):
         if match.group() == "(":
-            opens = bool(_COMPREHENSION.search(text, pos, match.end()))
-            stack.append(opens)
-            depth += opens
-            deepest = max(deepest, depth)
+            found = _COMPREHENSION.search(text, pos, match.end())
+            iterations = _range_size(text, found.start()) if found else 1
+            stack.append(iterations)
+            factor *= iterations
+            deepest = max(deepest, factor)
         elif stack:
-            depth -= stack.pop()
+            factor //= stack.pop()
         pos = match.end()
-    return len(expression) * _MAX_ITERATIONS**deepest
+    return len(expression) * deepest
+
+
+def _range_size(text: str, dot: int) -> int:
+    """How many elements the range ending before ``text[dot]`` has: a list literal's count."""
+    end = len(text[:dot].rstrip()) - 1
+    if end < 0 or text[end] != "]":
+        return _MAX_ITERATIONS
+    depth, commas, start = 0, 0, end
+    while start >= 0:
+        char = text[start]
+        if char in "])":
+            depth += 1
+        elif char in "[(":
+            depth -= 1
+            if depth == 0:
+                break
+        elif char == "," and depth == 1:
+            commas += 1
+        start -= 1
+    before = text[:start].rstrip()
+    if start < 0 or (before and (before[-1].isalnum() or before[-1] in "_)]\"'")):
+        return _MAX_ITERATIONS  # an index, not a list literal
+    empty = not text[start + 1 : end].strip()
+    return 1 if empty else commas + 1
 
 
 class Selector:
@@ -241,14 +409,14 @@ class Selector:
         if estimated_cost(expression) > MAX_COST:
             raise CelError("compilation failed: estimated cost exceeds the budget of a device selector")
         try:
-            self._program = _ENV.compile(expression)
+            self._program = _env().compile(expression)
         except RuntimeError as exc:
             if _RANGE_OF_DYN not in str(exc):
                 raise CelError(f"compilation failed: {_detail(exc)}") from None
             # The runtime's checker refuses a comprehension over a dyn map (device.attributes[d]),
             # which CEL allows: such an expression runs unchecked, its result checked when it runs.
             try:
-                self._program = _ENV.compile(expression, disable_check=True)
+                self._program = _env().compile(expression, disable_check=True)
             except RuntimeError as unchecked:
                 raise CelError(f"compilation failed: {_detail(unchecked)}") from None
         result = self._program.return_type().name().lower()
@@ -262,8 +430,8 @@ class Selector:
             "device": {
                 "driver": device.driver,
                 "allowMultipleAllocations": device.allow_multiple_allocations,
-                "attributes": _with_empty_domains(device.attributes, self._domains),
-                "capacity": _with_empty_domains(device.capacity, self._domains),
+                "attributes": _with_empty_domains(device.attributes, self._domains, device.driver),
+                "capacity": _with_empty_domains(device.capacity, self._domains, device.driver),
             }
         }
         try:
@@ -278,8 +446,14 @@ class Selector:
         raise CelError(f"CEL result of type {kind} could not be converted to bool")
 
 
-def _with_empty_domains(maps: Mapping[str, Mapping[str, Any]], domains: frozenset[str]) -> Mapping[str, Any]:
+def _with_empty_domains(
+    maps: Mapping[str, Mapping[str, Any]], domains: frozenset[str], driver: str
+) -> Mapping[str, Any]:
+    """``maps`` with an empty map for each domain the expression may name (its string literals
+    and the driver's, for ``device.attributes[device.driver]``) that the device lacks."""
     missing = [d for d in domains if d not in maps]
+    if driver not in maps:
+        missing.append(driver)
     if not missing:
         return maps
     return {**maps, **{domain: {} for domain in missing}}
@@ -290,7 +464,9 @@ def _detail(exc: Exception) -> str:
     for prefix in ("INVALID_ARGUMENT: ", "UNKNOWN: ", "NOT_FOUND: "):
         text = text.removeprefix(prefix)
     text = re.sub(r"\s*\[[A-Z_]+\]$", "", text)
-    # upstream's wording for a missing map key
+    # upstream's (cel-go's) wording for what this runtime words otherwise
+    text = re.sub(r"^No matching overloads found : .*$", "no such overload", text)
+    text = re.sub(r"^divide by zero$", "division by zero", text)
     return re.sub(r'^Key not found in map : "(.*)"$', r"no such key: \1", text)
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.api import Pod
+from scheduler.dra.extended import special_owner
 from scheduler.dra.model import DeviceID
 from scheduler.framework import ObjectLister
 
@@ -120,6 +121,8 @@ class ClaimTracker:
         # the informer's claims as last seen (by object identity) and how many hold each device
         self._seen: dict[int, tuple[Mapping[str, Any], frozenset[DeviceID]]] = {}
         self._holders: Counter[DeviceID] = Counter()
+        # special claims (extended resources backed by DRA) by the uid of the pod controlling them
+        self._specials: dict[str, Mapping[str, Any]] = {}
 
     def get(self, key: str) -> Mapping[str, Any] | None:
         latest = self._lister.get(key)
@@ -139,9 +142,11 @@ class ClaimTracker:
             return None
         return assumed
 
-    def reserve(self, claim: Mapping[str, Any]) -> None:
-        """``claim`` with the allocation Reserve decided for it, until it is written."""
-        self._pending[claim_key(claim)] = claim
+    def reserve(self, claim: Mapping[str, Any], key: str | None = None) -> None:
+        """``claim`` with the allocation Reserve decided for it, until it is written. ``key``
+        (default: the claim's) tells apart claims not created yet, such as each pod's special
+        claim for extended resources (their names are all the same then)."""
+        self._pending[key or claim_key(claim)] = claim
 
     def restore(self, key: str) -> bool:
         """Forget a pending allocation (Unreserve, a failed PreBind); True when there was one."""
@@ -166,11 +171,16 @@ class ClaimTracker:
             if known is None or known[0] is not claim:
                 if known is not None:
                     holders.subtract(known[1])
+                    self._forget_special(known[0])
                 known = (claim, devices_of(claim))
                 holders.update(known[1])
+                owner = special_owner(claim)
+                if owner:
+                    self._specials[owner] = claim
             seen[id(claim)] = known
-        for _, devices in old.values():  # claims gone since the last call
+        for gone, devices in old.values():  # claims gone since the last call
             holders.subtract(devices)
+            self._forget_special(gone)
         self._seen = seen
         assumed_devices: set[DeviceID] = set()
         for claim in self._pending.values():
@@ -180,6 +190,15 @@ class ClaimTracker:
             if assumed is not None:
                 assumed_devices |= devices_of(assumed.claim)
         return AllocatedDevices(holders, assumed_devices)
+
+    def special_claim(self, pod_uid: str) -> Mapping[str, Any] | None:
+        """The special claim the pod controls, as the last ``allocated_devices`` saw the claims."""
+        return self._specials.get(pod_uid)
+
+    def _forget_special(self, claim: Mapping[str, Any]) -> None:
+        owner = special_owner(claim)
+        if owner and self._specials.get(owner) is claim:
+            del self._specials[owner]
 
 
 class AllocatedDevices:

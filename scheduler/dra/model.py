@@ -3,11 +3,12 @@
 A pool (driver, pool name) is published in one or more slices; only its newest generation
 counts, and it is usable only once all ``resourceSliceCount`` slices of that generation are
 seen (otherwise it is *incomplete*: an ExactCount request skips it, an All request fails). A
-slice serves one node (``nodeName``), the nodes its ``nodeSelector`` matches, or all nodes.
+slice serves one node (``nodeName``), the nodes its ``nodeSelector`` matches, or all nodes;
+as upstream, each node's pools are gathered from the slices that serve it.
 
 Devices that need a feature pyscheduler does not implement yet (partitionable devices,
 consumable capacity, binding conditions) are never offered: as upstream with that feature
-off, they are left out, and ``Pool.skipped`` names the feature so a failure can say why.
+off, they are left out, and ``Slice.skipped`` names the feature so a failure can say why.
 """
 
 from __future__ import annotations
@@ -91,6 +92,9 @@ def _cel_device(driver: str, raw: Mapping[str, Any]) -> CelDevice:
             capacity.setdefault(domain, {})[ident] = quantity_value(str(value.get("value", "0")))
         except QuantityError as exc:
             raise SliceError(f"capacity {name}: {exc}") from None
+    # the driver's domain is there even when empty, so selectors need no copy with it added
+    attributes.setdefault(driver, {})
+    capacity.setdefault(driver, {})
     return CelDevice(driver, attributes, capacity, bool(raw.get("allowMultipleAllocations")))
 
 
@@ -125,7 +129,10 @@ def parse_slice(obj: Mapping[str, Any]) -> Slice:
             skipped=set(),
         )
         if spec.get("sharedCounters") or spec.get("perDeviceNodeSelection"):
+            # None of its devices is offered; as serving every node (upstream: the nodes one of
+            # its devices names), it counts toward its pool there and a failure names the feature.
             result.skipped.add(PARTITIONABLE_DEVICES)
+            result.all_nodes = not result.node_name
             return result
         for raw in spec.get("devices") or ():
             feature = _unsupported(raw)
@@ -165,55 +172,65 @@ class Pool:
             yield from s.devices
 
 
-@dataclass(slots=True, eq=False)
-class _PoolState:
-    """One pool across all nodes: its newest generation's slices."""
-
-    driver: str
-    name: str
-    slices: list[Slice]
-    complete: bool
-    invalid: str
-
-
 class SliceIndex:
-    """All pools of the cluster, indexed for the per-node question ``pools_for``."""
+    """All slices of the cluster, indexed for the per-node question ``pools_for``."""
 
     def __init__(self, slices: Sequence[Slice]) -> None:
-        newest: dict[tuple[str, str], list[Slice]] = {}
+        self._by_node: dict[str, list[Slice]] = {}
+        self._cluster_wide: list[Slice] = []
+        # per pool: how many slices each generation has, cluster-wide
+        self._generations: dict[tuple[str, str], dict[int, int]] = {}
+        # per node: the labels it was asked with, its pools and the devices of the usable ones
+        # (while the slices are unchanged)
+        self._answers: dict[str, tuple[Mapping[str, str], list[Pool], list[Device]]] = {}
         for s in slices:
-            group = newest.setdefault((s.driver, s.pool), [])
+            if s.node_name:
+                self._by_node.setdefault(s.node_name, []).append(s)
+            else:
+                self._cluster_wide.append(s)
+            counts = self._generations.setdefault((s.driver, s.pool), {})
+            counts[s.generation] = counts.get(s.generation, 0) + 1
+
+    def pools_for(self, node_name: str, labels: Mapping[str, str]) -> list[Pool]:
+        """As upstream gathers them: per pool the newest generation among the slices serving the
+        node; complete when those are all its slices, or when the cluster holds all of that
+        generation and no newer one (else a newer generation elsewhere makes it obsolete: left
+        out; or it is incomplete). Only the serving slices are checked for duplicate names."""
+        return self._answer(node_name, labels)[0]
+
+    def usable_devices(self, node_name: str, labels: Mapping[str, str]) -> list[Device]:
+        """The devices of the node's complete, valid pools, in the order they are searched."""
+        return self._answer(node_name, labels)[1]
+
+    def _answer(self, node_name: str, labels: Mapping[str, str]) -> tuple[list[Pool], list[Device]]:
+        known = self._answers.get(node_name)
+        if known is not None and known[0] is labels:
+            return known[1], known[2]
+        serving: dict[tuple[str, str], list[Slice]] = {}
+        for s in (*self._by_node.get(node_name, ()), *self._cluster_wide):
+            if not _serves(s, node_name, labels):
+                continue
+            group = serving.setdefault((s.driver, s.pool), [])
             if group and s.generation < group[0].generation:
                 continue
             if group and s.generation > group[0].generation:
                 group.clear()
             group.append(s)
-        self._by_node: dict[str, list[_PoolState]] = {}
-        self._cluster_wide: list[_PoolState] = []
-        # per node: the labels it was asked with and its pools (while the slices are unchanged)
-        self._answers: dict[str, tuple[Mapping[str, str], list[Pool]]] = {}
-        for (driver, name), group in sorted(newest.items()):
-            group.sort(key=lambda s: s.name)
-            state = _PoolState(driver, name, group, len(group) == group[0].slice_count, _duplicates(group))
-            nodes = {s.node_name for s in group if s.node_name}
-            for node in nodes:
-                self._by_node.setdefault(node, []).append(state)
-            if any(not s.node_name for s in group):
-                self._cluster_wide.append(state)
-
-    def pools_for(self, node_name: str, labels: Mapping[str, str]) -> list[Pool]:
-        known = self._answers.get(node_name)
-        if known is not None and known[0] is labels:
-            return known[1]
         pools = []
-        for state in (*self._by_node.get(node_name, ()), *self._cluster_wide):
-            serving = [s for s in state.slices if _serves(s, node_name, labels)]
-            if not serving:
-                continue
-            pools.append(Pool(state.driver, state.name, serving, not state.complete, state.invalid))
-        pools.sort(key=lambda p: (p.driver, p.name))
-        self._answers[node_name] = (labels, pools)
-        return pools
+        for (driver, name), group in sorted(serving.items()):
+            generation, wanted = group[0].generation, group[0].slice_count
+            if len(group) != wanted:
+                counts = self._generations[(driver, name)]
+                if max(counts) > generation:
+                    continue
+                if counts[generation] != wanted:
+                    pools.append(Pool(driver, name, [], incomplete=True))
+                    continue
+            group.sort(key=lambda s: s.name)
+            pools.append(Pool(driver, name, group, invalid=_duplicates(group)))
+        usable = [d for p in pools if not (p.incomplete or p.invalid) for d in p.devices()]
+        self._answers[node_name] = (labels, pools, usable)
+        return pools, usable
 
 
 def _serves(s: Slice, node_name: str, labels: Mapping[str, str]) -> bool:

@@ -12,6 +12,7 @@ prefers it when present. Both forms must agree (tests check that).
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum, IntFlag
@@ -287,6 +288,10 @@ class ObjectLister(Protocol):
 
     def list(self) -> list[Any]: ...
 
+    def with_label(self, namespace: str, key: str, value: str) -> builtins.list[Any]:
+        """The objects of ``namespace`` ("" for cluster-scoped kinds) labelled ``key=value``,
+        from an index: what a plugin asks every cycle costs the matches, not a scan."""
+
 
 class PluginsRunner(Protocol):
     """A profile's plugins, run outside the scheduling cycle's own search: what preemption's dry
@@ -366,11 +371,29 @@ class PodGroups(Protocol):
     def get(self, namespace: str, name: str) -> PodGroupState | None: ...
 
 
+class GroupMetrics(Protocol):
+    """Pod-group metrics (``scheduler_podgroup_*`` and ``pyscheduler_pending_podgroups``), fed by
+    the pod-group cycle and by gang plugins such as Coscheduling."""
+
+    def observe_attempt(self, result: str, profile: str, duration: float) -> None: ...
+
+    def set_pending(self, profile: str, count: int) -> None: ...
+
+
 class PluginMetrics(Protocol):
     """What plugins report beyond their own latency (upstream's plugin-specific metrics)."""
 
+    def pod_groups(self) -> GroupMetrics:
+        """The pod-group metrics, registered on first use (upstream has them only with groups)."""
+
     def observe_preemption(self, victims: int | None) -> None:
         """One preemption attempt; ``victims``: the chosen candidate's count, None without one."""
+
+    def observe_preemption_victims(self, victims: int) -> None:
+        """The victims of a preemption decided earlier and carried out now (a pod group's)."""
+
+    def resource_claim_created(self, status: str) -> None:
+        """One ResourceClaim creation request (``success``/``failure``): DRAExtendedResource's."""
 
 
 class ExtenderFilterResult(Protocol):

@@ -40,6 +40,7 @@ from scheduler.gang.placement import (
     PlacementGeneratePlugin,
     PlacementScorePlugin,
 )
+from scheduler.plugins.defaultpreemption.deferred import DEFERRED_EVICTIONS, DeferredEvictions
 from scheduler.plugins.gangscheduling import PODGROUPS
 from scheduler.plugins.gangscheduling.plugin import NAME as GANG_SCHEDULING
 from scheduler.plugins.gangscheduling.podgroups import POD_GROUP_TRIAL
@@ -74,6 +75,8 @@ class GroupOutcome:
     # None: schedulable; UNSCHEDULABLE: no member may go; ERROR: the attempt failed
     status: Status | None = UNSCHEDULABLE_GROUP
     waiting_on_preemption: bool = False
+    # what the members' preemptions would evict; carried out only for a group that then fits
+    evictions: DeferredEvictions = field(default_factory=DeferredEvictions)
 
 
 class PodGroupCycle:
@@ -98,6 +101,7 @@ class PodGroupCycle:
         self._metrics = metrics
         self._rng = rng or random.Random()
         self._writes: set[asyncio.Task[None]] = set()
+        self._pending: dict[str, set[tuple[str, str]]] = {}  # profile -> groups not placed yet
 
     # ------------------------------------------------------------------ the cycle
 
@@ -141,9 +145,34 @@ class PodGroupCycle:
                 outcome = GroupOutcome(status=Status.from_error(exc))
             if self._metrics is not None:
                 self._metrics.observe_algorithm(time.perf_counter() - start)
+            self._carry_out_preemption(outcome, pod)
             placed = self._place_for_real(fwk, outcome, start, cycle) if outcome.status is None else []
         self._report(fwk, infos, outcome, placed, start, cycle)
         self._set_condition(fwk, pod, outcome, start)
+
+    def _carry_out_preemption(self, outcome: GroupOutcome, pod: Pod) -> None:
+        """The members' evictions, all together, for a group that fits once they are done; none
+        for a group that does not fit even with them (pyscheduler's guard: upstream's members
+        evict from their own PostFilter whatever becomes of the group)."""
+        evictions = outcome.evictions
+        if not evictions.pending or outcome.status is None:  # placed without them
+            evictions.commit(())
+            return
+        if outcome.waiting_on_preemption:
+            placed = [a.info.pod.uid for a in outcome.attempts if a.result is not None and a.needs_preemption]
+            count = evictions.commit(placed)
+            log.info("pod group %s/%s fits by preempting %d pod(s)", pod.namespace, pod.pod_group, count)
+            return
+        log.info(
+            "pod group %s/%s does not fit even with preemption: none of %d victim(s) evicted",
+            pod.namespace,
+            pod.pod_group,
+            evictions.victims(),
+        )
+        evictions.commit(())
+        for attempt in outcome.attempts:  # no victim goes, so no nomination stays
+            if attempt.needs_preemption or attempt.nominated is not None:
+                attempt.nominated = CLEAR_NOMINATION
 
     def _take_members(self, pod: Pod) -> list[QueuedPodInfo]:
         """The group's other pending pods, out of the queue (upstream's PopSpecificPod)."""
@@ -237,7 +266,7 @@ class PodGroupCycle:
         preempting = False
         try:
             for info in infos:
-                attempt = await self._try_pod(fwk, info, placement, trials)
+                attempt = await self._try_pod(fwk, info, placement, trials, outcome.evictions)
                 outcome.attempts.append(attempt)
                 if attempt.failure is not None and attempt.failure.code == Code.ERROR:
                     error = f"failed to schedule other pod from a pod group: {attempt.failure.message()}"
@@ -266,11 +295,13 @@ class PodGroupCycle:
         info: QueuedPodInfo,
         placement: Placement,
         trials: list[tuple[CycleState, Pod]],
+        evictions: DeferredEvictions,
     ) -> PodAttempt:
         sched = self.scheduler
         pod = info.pod
         state = CycleState()
         state.write(POD_GROUP_TRIAL, True)
+        state.write(DEFERRED_EVICTIONS, evictions)
         if placement.nodes is not None:
             state.write(PLACEMENT_KEY, placement)
         attempt = PodAttempt(info, state)
@@ -303,6 +334,9 @@ class PodGroupCycle:
         if status is not None and status.code != Code.WAIT:
             fwk.run_unreserve(state, assumed, result.node_name)
             sched.cache.undo_assume(assumed)
+            if attempt.needs_preemption:  # not placed: its preemption is not carried out
+                evictions.drop(pod.uid)
+                attempt.nominated = CLEAR_NOMINATION
             attempt.failure = status
             attempt.fit = (
                 sched._single_node_fit_error(result.node_name, status) if status.is_rejected else None
@@ -328,6 +362,7 @@ class PodGroupCycle:
                 continue
             node = attempt.result.node_name
             attempt.state.delete(POD_GROUP_TRIAL)
+            attempt.state.delete(DEFERRED_EVICTIONS)
             assumed = attempt.info.pod.on_node(node)
             sched.cache.assume_pod(assumed)
             sched.queue.delete_nominated_pod(assumed)
@@ -434,6 +469,7 @@ class PodGroupCycle:
             )
         if self._metrics is not None:
             self._metrics.observe_attempt(result, fwk.profile_name, duration)
+            self._count_pending(fwk.profile_name, pod, waiting=result != SCHEDULED)
         group = self._pod_group(pod.namespace, pod.pod_group)
         if group is None:
             return
@@ -443,6 +479,20 @@ class PodGroupCycle:
         task = asyncio.create_task(self._patch_status(pod.namespace, pod.pod_group, conditions))
         self._writes.add(task)
         task.add_done_callback(self._writes.discard)
+
+    def _count_pending(self, profile: str, pod: Pod, *, waiting: bool) -> None:
+        """pyscheduler_pending_podgroups: groups whose last attempt did not place them, less
+        those deleted since."""
+        if self._metrics is None:
+            return
+        pending = self._pending.setdefault(profile, set())
+        key = (pod.namespace, pod.pod_group)
+        if waiting:
+            pending.add(key)
+        else:
+            pending.discard(key)
+        pending -= {k for k in pending if self._pod_group(*k) is None}
+        self._metrics.set_pending(profile, len(pending))
 
     async def _patch_status(self, namespace: str, name: str, conditions: list[dict[str, Any]]) -> None:
         path = f"/apis/scheduling.k8s.io/v1alpha2/namespaces/{namespace}/podgroups/{name}/status"

@@ -10,10 +10,17 @@ Unreserve takes it back; PreBind writes ``status.allocation`` and adds the pod t
 ``status.reservedFor`` (shared claims: only the latter); PostFilter deallocates an allocated claim
 that kept the pod off every node, when no other pod uses it. Messages are upstream's.
 
+Extended resources backed by DRA (DRAExtendedResource, see scheduler.dra.extended): a pod
+requesting a resource a DeviceClass serves gets one more claim, held in memory, whose requests
+Filter builds for each node not advertising the resource and allocates with the pod's other
+claims; Reserve assumes it under a key of its own; PreBind creates it (owned by the pod), writes
+allocation and reservation and records it in the pod's ``status.extendedResourceClaimStatus``;
+Unreserve deletes a created one. A special claim left from an earlier cycle is deleted by
+PostFilter, and the pod tried anew.
+
 Not implemented yet, reported instead of allocated wrongly: devices that need partitionable
 devices, consumable capacity or binding conditions are never offered (see scheduler.dra.model),
-and a claim asking for device capacity is unschedulable naming DRAConsumableCapacity. Extended
-resources backed by DRA (DRAExtendedResource) are not handled yet.
+and a claim asking for device capacity is unschedulable naming DRAConsumableCapacity.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ import numpy as np
 from scheduler.api import Pod
 from scheduler.api.selectors import NodeSelector, SelectorError
 from scheduler.config import DynamicResourcesArgs
+from scheduler.dra import extended
 from scheduler.dra.allocator import (
     AllocationTimeout,
     Allocator,
@@ -40,6 +48,7 @@ from scheduler.dra.allocator import (
 )
 from scheduler.dra.cel import SelectorCache
 from scheduler.dra.claims import (
+    AllocatedDevices,
     ClaimProblem,
     ClaimTracker,
     UnsupportedClaim,
@@ -79,6 +88,12 @@ NOT_SIGNABLE = "pods with dra resource claims are not signable"
 CANNOT_ALLOCATE = "cannot allocate all claims"
 NOT_AVAILABLE = "resourceclaim not available on the node"
 DEALLOCATED = "deallocation of ResourceClaim completed"
+DELETED = "deletion of ResourceClaim completed"
+CANNOT_SCHEDULE_EXTENDED = "cannot schedule extended resource claim"
+CANNOT_FIT_RESOURCE = "cannot fit resource"
+# how long PreBind waits for the informer to show a special claim it created (upstream's)
+CREATED_CLAIM_WAIT = 120.0
+CREATED_CLAIM_POLL = 0.05
 STILL_NOT_SCHEDULABLE = "still not schedulable"
 FINALIZER = "resource.kubernetes.io/delete-protection"
 FIRST_AVAILABLE_MAX_SIZE = 8  # upstream's FirstAvailableDeviceRequestMaxSize
@@ -100,12 +115,34 @@ class _State:
     by_node: dict[str, NodeAllocation] = field(default_factory=dict)
     unavailable: set[int] = field(default_factory=set)
     allocations: dict[int, dict[str, Any]] = field(default_factory=dict)  # claim index -> Reserve's
+    # extended resources backed by DRA: the special claim's index in ``claims``, the tracker key
+    # it is assumed under, the pod's DRA-nameable requests and which classes serve them
+    special: int | None = None
+    pending_key: str = ""
+    extended_requests: list[tuple[str, int]] = field(default_factory=list)
+    classes: extended.ClassMap = field(default_factory=dict)
+    make_allocator: Any = None  # claims -> Allocator over this cycle's slices and devices
+    allocated: AllocatedDevices | None = None  # the devices taken, once read this cycle
+    # per set of resources left to DRA on a node: the node's special claim, its container
+    # mapping and an allocator for it with the user's claims
+    variants: dict[tuple[tuple[str, int], ...], _Variant] = field(default_factory=dict)
+    extended_by_node: dict[str, _Variant] = field(default_factory=dict)
 
     def clone(self) -> _State:
         return self  # shared, as upstream's: Filter results stay valid in preemption's dry runs
 
     def to_allocate(self) -> list[int]:
         return [i for i, claim in enumerate(self.claims) if allocation_of(claim) is None]
+
+    def has_user_claims(self) -> bool:
+        return len(self.claims) > (self.special is not None)
+
+
+@dataclass(slots=True)
+class _Variant:
+    claim: dict[str, Any]
+    mappings: list[dict[str, str]]
+    allocator: Allocator
 
 
 class DynamicResources:
@@ -169,7 +206,11 @@ class DynamicResources:
 
     @staticmethod
     def _after_claim_delete(pod: Pod, old: Any, new: Any) -> QueueingHint:
-        return QueueingHint.QUEUE if old is not None and allocation_of(old) is not None else QueueingHint.SKIP
+        if old is None:
+            return QueueingHint.SKIP
+        if allocation_of(old) is not None or extended.special_owner(old) == pod.uid:
+            return QueueingHint.QUEUE  # devices freed, or the pod's stale special claim is gone
+        return QueueingHint.SKIP
 
     def _after_pod_change(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
         if not isinstance(new, Pod) or new.uid != pod.uid:
@@ -219,17 +260,22 @@ class DynamicResources:
     ) -> tuple[PreFilterResult | None, Status | None]:
         data = _State()
         state.write(_STATE_KEY, data)
-        if not pod.resource_claims:
+        special = self._extended_claim(pod, data) if pod.requests.scalar else None
+        if not pod.resource_claims and special is None:
             return None, Status.skip()
         try:
             claims = self._pod_claims(pod)
         except ClaimProblem as exc:
             return None, Status.unresolvable(str(exc))
+        if special is not None:
+            data.special = len(claims)
+            data.pending_key = f"{pod.namespace}/{extended.IN_MEMORY_NAME}/{pod.uid}"
+            claims.append(special)
         if not claims:
             return None, Status.skip()
         available_on: list[NodeSelector | None] = []
         to_allocate = 0
-        for claim in claims:
+        for position, claim in enumerate(claims):
             allocation = allocation_of(claim)
             if allocation is not None:
                 if not can_be_reserved(claim) and not is_reserved_for_pod(pod, claim):
@@ -242,6 +288,8 @@ class DynamicResources:
                 continue
             available_on.append(None)
             to_allocate += 1
+            if position == data.special:
+                continue  # its requests are made per node, by Filter
             if self.tracker.is_pending(claim_key(claim)):
                 return None, Status.unresolvable(
                     f"resource claim {claim_ref(claim)} is in the process of being allocated"
@@ -254,19 +302,42 @@ class DynamicResources:
             index = self._slices.index(self._handle.lister(SLICES).list())
             self._report_bad_slices()
             classes = self._handle.lister(CLASSES)
-            unallocated = [data.claims[i] for i in data.to_allocate()]
-            try:
-                data.allocator = Allocator(
-                    index,
-                    self.tracker.allocated_devices(),
-                    classes.get,
-                    self._selectors,
-                    unallocated,
-                    timeout=self._filter_timeout,
+            allocated = data.allocated if data.allocated is not None else self.tracker.allocated_devices()
+
+            def make_allocator(to_allocate: Sequence[Mapping[str, Any]]) -> Allocator:
+                return Allocator(
+                    index, allocated, classes.get, self._selectors, to_allocate, timeout=self._filter_timeout
                 )
-            except ClaimError as exc:
-                return None, Status.from_error(exc)
+
+            data.make_allocator = make_allocator
+            unallocated = [data.claims[i] for i in data.to_allocate() if i != data.special]
+            if unallocated:
+                try:
+                    data.allocator = make_allocator(unallocated)
+                except ClaimError as exc:
+                    return None, Status.from_error(exc)
         return None, None
+
+    def _extended_claim(self, pod: Pod, data: _State) -> Mapping[str, Any] | None:
+        """The pod's special claim when a DeviceClass serves one of its requests: the one an
+        earlier cycle created, else a new one in memory."""
+        try:
+            classes = extended.class_map(self._handle.lister(CLASSES).list())
+        except KeyError:  # a handle without the DRA kinds: no resource is served by devices
+            return None
+        if not extended.dra_backed(pod.requests.scalar, classes):
+            return None
+        data.classes = classes
+        data.extended_requests = [
+            (name, quantity)
+            for name, quantity in sorted(pod.requests.scalar.items())
+            if quantity and extended.is_dra_extended_resource_name(name)
+        ]
+        data.allocated = self.tracker.allocated_devices()  # which also finds the special claims
+        found = self.tracker.special_claim(pod.uid)
+        if found is not None and extended.is_special_for(pod, found):
+            return found
+        return extended.in_memory_claim(pod)
 
     def _check_requests(self, claim: Mapping[str, Any]) -> Status | None:
         """Every request names an existing class; capacity requests need a feature not here."""
@@ -308,6 +379,14 @@ class DynamicResources:
         if data is None or not data.claims:
             return None
         node = node_info.node
+        variant: _Variant | None = None
+        if data.special is not None:
+            outcome = self._extended_variant(data, pod, node_info)
+            if isinstance(outcome, Status):
+                return outcome
+            variant = outcome
+            if variant is None and not data.has_user_claims():
+                return None  # the node's own allocatable serves the pod: NodeResourcesFit's part
         unavailable = [
             i
             for i, selector in enumerate(data.available_on)
@@ -316,10 +395,11 @@ class DynamicResources:
         if unavailable:
             data.unavailable.update(unavailable)
             return Status.unresolvable(NOT_AVAILABLE)
-        if data.allocator is None:
+        allocator = variant.allocator if variant is not None else data.allocator
+        if allocator is None:
             return None
         try:
-            allocations = data.allocator.allocate(node.name, node.labels)
+            allocations = allocator.allocate(node.name, node.labels)
         except NodeFailure as exc:
             return Status.unresolvable(str(exc))
         except AllocationTimeout:
@@ -330,7 +410,43 @@ class DynamicResources:
         if allocations is None:
             return Status.unresolvable(CANNOT_ALLOCATE)
         data.by_node[node.name] = allocations
+        if variant is not None:
+            data.extended_by_node[node.name] = variant
         return None
+
+    def _extended_variant(self, data: _State, pod: Pod, node_info: NodeInfo) -> Status | _Variant | None:
+        """What the special claim asks of this node: the resources a class serves and the node
+        does not advertise; None when there are none (or the claim is allocated already)."""
+        assert data.special is not None
+        claim = data.claims[data.special]
+        if ((claim.get("spec") or {}).get("devices") or {}).get("requests"):
+            # made in an earlier cycle: PostFilter deletes it and the pod is tried anew
+            return Status.unresolvable(CANNOT_SCHEDULE_EXTENDED)
+        allocatable = node_info.node.allocatable.scalar
+        wanted = []
+        for name, quantity in data.extended_requests:
+            have = allocatable.get(name)
+            if name in data.classes and not have:
+                wanted.append((name, quantity))
+            elif have is None:
+                return Status.unresolvable(CANNOT_FIT_RESOURCE)
+        if not wanted or allocation_of(claim) is not None:
+            return None
+        key = tuple(wanted)
+        variant = data.variants.get(key)
+        if variant is None:
+            requests, mappings = extended.requests_and_mappings(
+                pod, [name for name, _ in wanted], data.classes
+            )
+            node_claim = copy.deepcopy(dict(claim))
+            node_claim["spec"] = {"devices": {"requests": requests}}
+            user = [data.claims[i] for i in data.to_allocate() if i != data.special]
+            try:
+                allocator = data.make_allocator([*user, node_claim])
+            except ClaimError as exc:
+                return Status.from_error(exc)
+            variant = data.variants[key] = _Variant(node_claim, mappings, allocator)
+        return variant
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
         """Only firstAvailable requests score; every other pod skips Score (all zeros)."""
@@ -366,7 +482,12 @@ class DynamicResources:
         data: _State | None = state.get(_STATE_KEY)
         if data is None or not data.claims:
             return None, Status.unschedulable(NO_CLAIMS_TO_DEALLOCATE)
+        stale = data.special is not None and not extended.is_in_memory(data.claims[data.special])
         for index in sorted(data.unavailable):
+            if index == data.special:
+                if stale:
+                    break
+                continue
             claim = data.claims[index]
             users = reserved_for(claim)
             if not users or (len(users) == 1 and users[0].get("uid") == pod.uid):
@@ -380,15 +501,26 @@ class DynamicResources:
                 if response.status >= 300:
                     return None, Status.from_error(RuntimeError(_api_error(response)))
                 return None, Status.unschedulable(DEALLOCATED)
+        if stale:
+            assert data.special is not None
+            try:
+                await self._delete_claim(data.claims[data.special])
+            except BindFailure as exc:
+                return None, Status.from_error(exc)
+            return None, Status.unschedulable(DELETED)
         return None, Status.unschedulable(STILL_NOT_SCHEDULABLE)
 
     # ------------------------------------------------------------------ Reserve / Unreserve
 
     def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         data: _State | None = state.get(_STATE_KEY)
-        if data is None or data.allocator is None:
+        if data is None or not data.claims:
             return None
-        indexes = data.to_allocate()
+        variant = data.extended_by_node.get(node_name)
+        # the special claim is allocated only where the node left resources to DRA
+        indexes = [i for i in data.to_allocate() if i != data.special or variant is not None]
+        if not indexes:
+            return None
         found = data.by_node.get(node_name)
         if found is None:
             return Status.from_error(RuntimeError("claim allocation not found for node"))
@@ -405,23 +537,33 @@ class DynamicResources:
             )
         for index, allocation in zip(indexes, allocations, strict=True):
             data.allocations[index] = allocation
-            claim = copy.deepcopy(dict(data.claims[index]))
+            special = index == data.special and variant is not None
+            claim = copy.deepcopy(
+                variant.claim if special and variant is not None else dict(data.claims[index])
+            )
             finalizers = claim.setdefault("metadata", {}).setdefault("finalizers", [])
             if FINALIZER not in finalizers:
                 finalizers.append(FINALIZER)
             claim.setdefault("status", {})["allocation"] = allocation
-            self.tracker.reserve(claim)
+            self.tracker.reserve(claim, data.pending_key if special else None)
         return None
 
     def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
         data: _State | None = state.get(_STATE_KEY)
         if data is None or not data.claims:
             return
-        for claim in data.claims:
+        for index, claim in enumerate(data.claims):
+            if index == data.special:
+                continue
             self.tracker.restore(claim_key(claim))
             current = self.tracker.get(claim_key(claim)) or claim
             if allocation_of(current) is not None and is_reserved_for_pod(pod, current):
                 self._spawn(self._remove_reservation(current, pod))
+        if data.special is not None:
+            self.tracker.restore(data.pending_key)
+            special = data.claims[data.special]
+            if not extended.is_in_memory(special):  # created by PreBind (or an earlier cycle)
+                self._spawn(self._delete_logged(special))
 
     def _spawn(self, work: Any) -> None:
         try:
@@ -467,12 +609,122 @@ class DynamicResources:
         for index, claim in enumerate(data.claims):
             if is_reserved_for_pod(pod, claim):
                 continue
+            if index == data.special:
+                if index not in data.allocations:
+                    continue  # the node's allocatable served the pod: no claim to write
+                try:
+                    await self._bind_extended(data, pod, node_name)
+                except BindFailure as exc:
+                    self.tracker.restore(data.pending_key)
+                    return Status.from_error(exc)
+                continue
             try:
                 data.claims[index] = await self._bind_claim(claim, data.allocations.get(index), pod)
             except BindFailure as exc:
                 self.tracker.restore(claim_key(claim))
                 return Status.from_error(exc)
         return None
+
+    async def _bind_extended(self, data: _State, pod: Pod, node_name: str) -> None:
+        """Create the special claim, record its allocation and reservation, wait until the
+        informer shows it (its devices stay assumed meanwhile) and name it in the pod's status.
+        ``data.claims`` holds the created claim from then on, so Unreserve deletes it."""
+        assert data.special is not None
+        variant = data.extended_by_node.get(node_name)
+        if variant is None:
+            raise BindFailure(f"extended resource claim not found for node {node_name}")
+        body = copy.deepcopy(variant.claim)
+        meta = body["metadata"]
+        for key in ("name", "uid"):
+            meta.pop(key, None)
+        body.pop("status", None)
+        namespace = pod.namespace
+        path = f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims"
+        response = await self._handle.client.request("POST", path, body)
+        metrics = self._handle.metrics
+        if metrics is not None:
+            metrics.resource_claim_created("failure" if response.status >= 300 else "success")
+        if response.status >= 300:
+            raise BindFailure(f"create claim for extended resources {namespace}/: {_api_error(response)}")
+        created: Mapping[str, Any] = response.body
+        data.claims[data.special] = created
+        bound = await self._bind_claim(created, data.allocations[data.special], pod)
+        data.claims[data.special] = bound
+        await self._await_informer(bound)
+        self.tracker.restore(data.pending_key)
+        if not variant.mappings:
+            raise BindFailure(
+                f"nil or empty request mappings, no update of pod {namespace}/{pod.name} "
+                "ExtendedResourceClaimStatus"
+            )
+        status = {
+            "resourceClaimName": (bound.get("metadata") or {}).get("name"),
+            "requestMappings": variant.mappings,
+        }
+        response = await self._handle.client.request(
+            "PATCH",
+            f"/api/v1/namespaces/{namespace}/pods/{pod.name}/status",
+            {"status": {"extendedResourceClaimStatus": status}},
+            content_type="application/merge-patch+json",
+        )
+        if response.status >= 300:
+            raise BindFailure(
+                f"update pod {namespace}/{pod.name} ExtendedResourceClaimStatus: {_api_error(response)}"
+            )
+
+    async def _await_informer(self, claim: Mapping[str, Any]) -> None:
+        """Until the informer shows the created claim allocated, its devices are only known from
+        the pending allocation, which the caller keeps till then (bounded, as upstream's wait
+        for its assume cache); past the bound the API's answer stands in for it."""
+        key = claim_key(claim)
+        lister = self._handle.lister(CLAIMS)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + CREATED_CLAIM_WAIT
+        while allocation_of(lister.get(key) or {}) is None:
+            if loop.time() >= deadline:
+                log.info("claim %s not seen allocated by the informer after %.0f s", key, CREATED_CLAIM_WAIT)
+                self.tracker.written(claim)
+                return
+            await asyncio.sleep(CREATED_CLAIM_POLL)
+
+    async def _delete_claim(self, claim: Mapping[str, Any]) -> None:
+        """Delete a special claim: first drop the delete-protection finalizer (retrying on
+        conflicts), then the claim."""
+        client = self._handle.client
+        meta = claim.get("metadata") or {}
+        namespace, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
+        path = _claim_path(namespace, name)
+        for _ in range(CONFLICT_RETRIES):
+            response = await client.request("GET", path)
+            if response.status == 404:
+                return
+            if response.status >= 300:
+                raise BindFailure(f"get resourceclaim {namespace}/{name}: {_api_error(response)}")
+            current = response.body
+            finalizers = (current.get("metadata") or {}).get("finalizers") or []
+            if FINALIZER not in finalizers:
+                break
+            current["metadata"]["finalizers"] = [f for f in finalizers if f != FINALIZER]
+            response = await client.request("PUT", path, current)
+            if response.status == 409:
+                continue
+            if response.status >= 300:
+                raise BindFailure(f"update resourceclaim {namespace}/{name}: {_api_error(response)}")
+            break
+        else:
+            raise BindFailure(
+                f"update resourceclaim {namespace}/{name}: the object has been modified; please apply "
+                "your changes to the latest version"
+            )
+        response = await client.request("DELETE", path)
+        if response.status >= 300 and response.status != 404:
+            raise BindFailure(f"delete resourceclaim {namespace}/{name}: {_api_error(response)}")
+
+    async def _delete_logged(self, claim: Mapping[str, Any]) -> None:
+        try:
+            await self._delete_claim(claim)
+        except Exception as exc:
+            log.error("delete %s: %s", claim_key(claim), exc)
 
     async def _bind_claim(
         self, claim: Mapping[str, Any], allocation: Mapping[str, Any] | None, pod: Pod
@@ -527,7 +779,7 @@ class DynamicResources:
 
 
 class BindFailure(Exception):
-    """PreBind could not record the allocation or reservation; the message is upstream's."""
+    """A claim write failed (PreBind's, or deleting a special claim); the message is upstream's."""
 
 
 def _has_alternatives(claim: Mapping[str, Any]) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import sys
 
 from scheduler import logs
@@ -29,10 +30,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="serve kopf's liveness probe, e.g. http://0.0.0.0:8080/healthz",
     )
+    parser.add_argument(
+        "--resync-period",
+        type=_positive_seconds,
+        default=operator.RESYNC_SECONDS,
+        metavar="SECONDS",
+        help="reconcile every group not yet final this often, events or not (default: 300)",
+    )
     parser.add_argument("-v", "--v", dest="verbosity", type=int, default=2, help="log verbosity (0-10)")
     parser.add_argument(
         "--logging-format", choices=logs.FORMATS, default="text", help="text (default) or json"
     )
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not (seconds > 0 and math.isfinite(seconds)):
+        raise argparse.ArgumentTypeError(f"must be a number greater than 0: {text!r}")
+    return seconds
 
 
 def main(args: argparse.Namespace) -> int:
@@ -52,5 +70,6 @@ async def _run(args: argparse.Namespace) -> int:
             Reconciler(client),
             namespaces=args.namespaces,
             liveness_endpoint=args.liveness_endpoint,
+            resync_seconds=args.resync_period,
         )
     return 0

@@ -36,7 +36,9 @@ def next_status(group: Obj, pods: Sequence[Obj], now: str) -> dict[str, Any] | N
     elif phase == PENDING:
         if len(pods) >= min_member:
             status["phase"] = SCHEDULING
-            status["occupiedBy"] = occupied_by(pods) or current.get("occupiedBy", "")
+            owners = occupied_by(pods)
+            if owners:  # a first pod without owners leaves the field as it was
+                status["occupiedBy"] = owners
             status.setdefault("scheduleStartTime", now)
     else:
         running, succeeded, failed = counts(pods)

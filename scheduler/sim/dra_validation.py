@@ -16,6 +16,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+from scheduler.config.extenders import is_extended_resource_name
 from scheduler.sim.errors import ApiError, invalid
 from scheduler.sim.resources import ResourceType
 
@@ -181,6 +182,10 @@ def _class_spec(spec: Any) -> Obj:
     for j, selector in enumerate(_items(spec.get("selectors"), "spec.selectors")):
         if not isinstance(selector, dict) or not (selector.get("cel") or {}).get("expression"):
             raise _Invalid(f"spec.selectors[{j}].cel", "Required value")
+    name = spec.get("extendedResourceName")
+    if name is not None and not (isinstance(name, str) and is_extended_resource_name(name)):
+        why = f"Invalid value: {json.dumps(name)}: must be a valid extended resource name"
+        raise _Invalid("spec.extendedResourceName", why)
     return spec
 
 

@@ -8,6 +8,7 @@ scripted ApiClient, recorded events, plain-dict listers and a fake clock.
 
 from __future__ import annotations
 
+import builtins
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -337,15 +338,49 @@ class FakeLister:
     def list(self) -> list[Mapping[str, Any]]:
         return list(self._objects.values())
 
+    def with_label(self, namespace: str, key: str, value: str) -> builtins.list[Mapping[str, Any]]:
+        return [
+            obj
+            for obj in self._objects.values()
+            if ((obj.get("metadata") or {}).get("namespace") or "") == namespace
+            and ((obj.get("metadata") or {}).get("labels") or {}).get(key) == value
+        ]
+
 
 class RecordedMetrics:
     """The plugin metrics a FakeHandle records."""
 
     def __init__(self) -> None:
         self.preemptions: list[int | None] = []
+        self.deferred_victims: list[int] = []  # victims of pod groups' preemptions, when evicted
+        self.claim_creates: list[str] = []  # ResourceClaim creations by status
+        self.groups = RecordedGroupMetrics()
 
     def observe_preemption(self, victims: int | None) -> None:
         self.preemptions.append(victims)
+
+    def observe_preemption_victims(self, victims: int) -> None:
+        self.deferred_victims.append(victims)
+
+    def resource_claim_created(self, status: str) -> None:
+        self.claim_creates.append(status)
+
+    def pod_groups(self) -> RecordedGroupMetrics:
+        return self.groups
+
+
+class RecordedGroupMetrics:
+    """The pod-group metrics a FakeHandle records: (result, profile) per attempt, pending counts."""
+
+    def __init__(self) -> None:
+        self.attempts: list[tuple[str, str]] = []
+        self.pending: dict[str, int] = {}
+
+    def observe_attempt(self, result: str, profile: str, duration: float) -> None:
+        self.attempts.append((result, profile))
+
+    def set_pending(self, profile: str, count: int) -> None:
+        self.pending[profile] = count
 
 
 class FakeHandle:

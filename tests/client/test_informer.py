@@ -180,6 +180,39 @@ async def test_gone_after_a_disconnect_relists_and_reconciles_without_ghosts(
     assert len(client.lists) == 2
 
 
+def labelled(informer: Informer[Pod], value: str, namespace: str = "default") -> list[str]:
+    return sorted(p.name for p in informer.store.with_label(namespace, "g", value))
+
+
+async def test_the_store_label_index_follows_watch_events_and_relists(
+    sim: Any, client: CountingClient, kube: KubeClient, pod: Any, start: Any
+) -> None:
+    await create(sim, pod, "a", "b", g="x")
+    await sim.create("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}})
+    await sim.create("pods", pod("c", namespace="other", g="x"))
+    recorder = Recorder()
+    informer = pod_informer(client, recorder)
+    task = start(informer)
+    await asyncio.wait_for(informer.synced.wait(), 5)
+    assert labelled(informer, "x") == ["a", "b"]  # built from what was listed
+    assert labelled(informer, "x", "other") == ["c"]
+    await label(kube, "b", g="y")
+    await create(sim, pod, "d", g="x")
+    await kube.request("DELETE", "/api/v1/namespaces/default/pods/a")
+    await until(lambda: ("delete", "a") in recorder.events and ("add", "d") in recorder.events)
+    assert (labelled(informer, "x"), labelled(informer, "y")) == (["d"], ["b"])
+
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    await label(kube, "d", g="y")
+    await kube.request("DELETE", "/api/v1/namespaces/default/pods/b")
+    sim.faults.compact()  # the restart relists: the difference passes through the index too
+    start(informer)
+    await until(lambda: "default/b" not in informer.store and labelled(informer, "y") == ["d"])
+    assert labelled(informer, "x") == []
+    assert len(client.lists) == 2
+
+
 async def test_a_watch_error_event_with_410_relists_and_unchanged_objects_stay_silent(
     sim: Any, client: CountingClient, pod: Any, start: Any
 ) -> None:

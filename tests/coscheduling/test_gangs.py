@@ -146,3 +146,28 @@ async def test_a_gang_whose_pods_differ_is_bound_whole_when_it_fits(sim: SimClus
     await eventually(lambda: bound(sim, list(sizes)) == list(sizes))
     nodes = {node_of(sim, name) for name in sizes}
     assert len(nodes) == 4
+
+
+async def test_a_member_deleted_while_waiting_releases_the_rest_of_its_group(
+    sim: SimCluster, scheduler
+) -> None:
+    # a-2 belongs to another scheduler: a-0 and a-1 wait at Permit (for 60 s) for it
+    await sim.create(PODGROUPS, podgroup("a", 3))
+    for name in ("a-0", "a-1"):
+        await sim.create("pods", member(name, "a"))
+    await sim.create("pods", member("a-2", "a", schedulerName="someone-else"))
+    app = await scheduler(sim)
+    assert app.scheduler is not None
+    fwk = app.scheduler.frameworks["pyscheduler"]
+    await eventually(lambda: sorted(w.pod.name for w in fwk.waiting_pods) == ["a-0", "a-1"])
+
+    sim.api.delete(sim.api.resource("pods"), "default", "a-1", {"gracePeriodSeconds": 0})
+    notes = await eventually(lambda: failed_scheduling(sim, "a-0"))
+    assert notes[0] == (
+        "0/1 nodes are available: 1 rejection in Unreserve: pod a-1 of PodGroup default/a gave up its node."
+    )
+    # a-0 gave its node back: the gang holds nothing while it is short of members
+    await eventually(lambda: not list(fwk.waiting_pods))
+    nodes = app.scheduler.cache.snapshot().node_infos()
+    assert [p.name for info in nodes for p in info.pods.values()] == []
+    assert bound(sim, ["a-0", "a-2"]) == []

@@ -30,6 +30,9 @@ class PodLister:
     def list(self) -> list[Pod]:
         return list(self.pods)
 
+    def with_label(self, namespace: str, key: str, value: str) -> list[Pod]:
+        return [p for p in self.pods if p.namespace == namespace and p.labels.get(key) == value]
+
 
 def member(name: str, group: str = "train", **kwargs) -> Pod:
     return make_pod(name, labels={POD_GROUP_LABEL: group}, requests={"cpu": "3"}, **kwargs)

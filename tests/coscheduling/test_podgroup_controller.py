@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import socket
 import sys
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from pathlib import Path
 from typing import Any
 
 import aiohttp
+import kopf
 import pytest
 
 from scheduler.cli import main as cli
@@ -42,8 +44,10 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture
-async def controller(sim: SimCluster, tmp_path: Path) -> AsyncIterator[str]:
+@contextlib.asynccontextmanager
+async def running(
+    sim: SimCluster, tmp_path: Path, reconciler: type[Reconciler] = Reconciler, resync: float = 300.0
+) -> AsyncIterator[str]:
     """The operator in a thread with its own event loop, as its own process would run it;
     yields the URL of its liveness probe."""
     kubeconfig = str(sim.write_kubeconfig(tmp_path / "kubeconfig"))
@@ -54,7 +58,12 @@ async def controller(sim: SimCluster, tmp_path: Path) -> AsyncIterator[str]:
         config = await load_client_config(kubeconfig)
         async with KubeClient(config) as client:
             await operator.run(
-                config, Reconciler(client), liveness_endpoint=liveness, stop_flag=stop, ready_flag=ready
+                config,
+                reconciler(client),
+                liveness_endpoint=liveness,
+                stop_flag=stop,
+                ready_flag=ready,
+                resync_seconds=resync,
             )
 
     thread = threading.Thread(target=lambda: asyncio.run(run()), name="podgroup-controller", daemon=True)
@@ -64,6 +73,12 @@ async def controller(sim: SimCluster, tmp_path: Path) -> AsyncIterator[str]:
     stop.set()
     await asyncio.to_thread(thread.join, 10)
     assert not thread.is_alive()
+
+
+@pytest.fixture
+async def controller(sim: SimCluster, tmp_path: Path) -> AsyncIterator[str]:
+    async with running(sim, tmp_path) as liveness:
+        yield liveness
 
 
 async def probe(url: str, timeout: float = 10.0) -> int:
@@ -146,6 +161,78 @@ async def test_a_group_short_of_members_stays_pending(sim: SimCluster, controlle
         )
     )
     assert phase_is(sim, "Pending")
+
+
+class MissesEvents(Reconciler):
+    """Ignores every event: only the periodic resync brings the status up to date."""
+
+    resyncing = False
+
+    async def resync(self, namespaces: Collection[str] = ()) -> None:
+        self.resyncing = True
+        try:
+            await super().resync(namespaces)
+        finally:
+            self.resyncing = False
+
+    async def reconcile(self, namespace: str, name: str) -> None:
+        if self.resyncing:
+            await super().reconcile(namespace, name)
+
+
+async def test_the_periodic_resync_repairs_what_missed_events_left_stale(
+    sim: SimCluster, tmp_path: Path
+) -> None:
+    async with running(sim, tmp_path, MissesEvents, resync=0.1):
+        await sim.create(PODGROUPS, podgroup("train", 1))
+        await sim.create("pods", member("train-0", "train", cpu="1", schedulerName="nobody"))
+        await eventually(lambda: phase_is(sim, "Scheduling"))
+
+
+async def test_a_resync_reconciles_the_groups_of_its_namespaces_only(sim: SimCluster, tmp_path: Path) -> None:
+    await sim.create(PODGROUPS, podgroup("train", 1))
+    other = podgroup("train", 1)
+    other["metadata"]["namespace"] = "batch"
+    await sim.create("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "batch"}})
+    await sim.create(PODGROUPS, other)
+    config = await load_client_config(str(sim.write_kubeconfig(tmp_path / "kubeconfig")))
+    async with KubeClient(config) as client:
+        await Reconciler(client).resync(["default"])
+    assert phase_is(sim, "Pending")
+    assert "status" not in (sim.store.get(PODGROUPS, "batch", "train") or {})
+
+
+async def test_a_group_found_gone_is_forgotten(sim: SimCluster, tmp_path: Path) -> None:
+    await sim.create(PODGROUPS, podgroup("train", 1))
+    config = await load_client_config(str(sim.write_kubeconfig(tmp_path / "kubeconfig")))
+    async with KubeClient(config) as client:
+        reconciler = Reconciler(client)
+        await reconciler.reconcile("default", "train")
+        await reconciler.reconcile("default", "never-created")  # a pod naming a missing group
+        assert list(reconciler._locks) == ["default/train"]
+        sim.api.delete(sim.api.resource(PODGROUPS), "default", "train")
+        await reconciler.reconcile("default", "train")
+        assert reconciler._locks == {}
+
+
+def test_the_pods_watch_asks_the_server_for_labelled_pods_only() -> None:
+    settings = kopf.OperatorSettings()
+    operator.configure(settings)
+    pods = kopf.Resource("", "v1", "pods")
+    assert settings.watching.label_selectors.collect(pods) == ["scheduling.x-k8s.io/pod-group"]
+    assert (
+        settings.watching.label_selectors.collect(
+            kopf.Resource("scheduling.x-k8s.io", "v1alpha1", "podgroups")
+        )
+        == []
+    )
+
+
+def test_a_resync_period_that_is_not_positive_stops_it_with_exit_code_2(capsys) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli(["podgroup-controller", "--resync-period", "0"])
+    assert exited.value.code == 2
+    assert "--resync-period: must be a number greater than 0: '0'" in capsys.readouterr().err
 
 
 def test_a_kubeconfig_that_does_not_exist_stops_it_with_exit_code_2(tmp_path: Path, capsys) -> None:

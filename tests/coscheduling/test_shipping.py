@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from typing import Any
 
 import pytest
 import yaml
@@ -93,6 +94,11 @@ def test_the_scheduler_may_watch_podgroups_of_both_apis() -> None:
     assert {("scheduling.k8s.io", "podgroups/status", v, "*") for v in ("patch", "update")} <= grants
 
 
+def scheduler_pod(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    spec: dict[str, Any] = pick(objects, "Deployment", "pyscheduler")["spec"]["template"]["spec"]
+    return spec
+
+
 @pytest.mark.helm
 def test_the_podgroup_controller_is_off_by_default() -> None:
     assert [o for o in render() if CONTROLLER in o["metadata"]["name"]] == []
@@ -119,6 +125,21 @@ def test_the_podgroup_controller_runs_with_its_own_account_and_rights() -> None:
     (container,) = pod["containers"]
     assert container["command"] == ["pyscheduler", "podgroup-controller"]
     assert container["args"][-2:] == ["--namespace=ml", "--namespace=batch"]
+    # locked down as the scheduler is: non-root, read-only root filesystem, nothing to escalate
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"] == scheduler_pod(objects)["securityContext"]
+    assert container["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
+    assert [m["mountPath"] for m in container["volumeMounts"]] == ["/tmp"]
+    # kopf's liveness endpoint, on the port the args open
+    assert "--liveness-endpoint=http://0.0.0.0:8080/healthz" in container["args"]
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert container["ports"] == [{"name": "health", "containerPort": 8080}]
+    assert container["resources"]["requests"].keys() == {"cpu", "memory"}
+    assert "memory" in container["resources"]["limits"]
     # the scheduler's selectors (Deployment, Service, PodDisruptionBudget) leave its pod alone
     labels = deployment["spec"]["template"]["metadata"]["labels"]
     scheduler = pick(objects, "Deployment", "pyscheduler")

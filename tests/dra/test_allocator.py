@@ -263,33 +263,6 @@ CASES: list[tuple[str, dict[str, Any], list[list[str]] | None]] = [
         ),
         [["gpu:bad"]],
     ),
-    (
-        "devices needing partitionable devices are never offered",
-        dict(
-            claims=[claim("c")],
-            slices=[
-                resource_slice(
-                    "p",
-                    [
-                        {
-                            **device("part"),
-                            "consumesCounters": [{"counterSet": "s", "counters": {"m": {"value": "1"}}}],
-                        }
-                    ],
-                    node="node-a",
-                )
-            ],
-        ),
-        None,
-    ),
-    (
-        "devices with binding conditions are never offered",
-        dict(
-            claims=[claim("c")],
-            slices=[resource_slice("b", [{**device("slow"), "bindingConditions": ["ready"]}], node="node-a")],
-        ),
-        None,
-    ),
 ]
 
 
@@ -423,3 +396,358 @@ def test_a_malformed_slice_is_left_out_and_named_once() -> None:
     assert [d.name for p in index.pools_for("node-a", {}) for d in p.devices()] == ["ok"]
     assert list(parser.errors) == ["bad"]
     assert "capacity memory" in parser.errors["bad"]
+
+
+# ---------------------------------------------------------------- compared with upstream v1.36.2
+
+MANY = resource_slice("many", [device(f"d{i:02}") for i in range(45)], node="node-a")
+TAINTED = resource_slice(
+    "t",
+    [
+        device("noexec", taints=[{"key": "k", "value": "v", "effect": "NoExecute"}]),
+        device("nosched", taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}]),
+    ],
+    node="node-a",
+)
+RACK = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "rack", "operator": "In", "values": ["r1"]}]}]}
+OTHER_RACK = {
+    "nodeSelectorTerms": [{"matchExpressions": [{"key": "rack", "operator": "In", "values": ["r2"]}]}]
+}
+
+
+def counted(name: str, *alternatives: tuple[str, int]) -> dict:
+    """A firstAvailable request whose alternatives (name, count) all use class gpu."""
+    return {
+        "name": name,
+        "firstAvailable": [{"name": sub, "deviceClassName": "gpu", "count": n} for sub, n in alternatives],
+    }
+
+
+def distinct(attribute: str, *requests: str) -> dict:
+    return {
+        "distinctAttribute": f"{DRIVER}/{attribute}",
+        **({"requests": list(requests)} if requests else {}),
+    }
+
+
+UPSTREAM_CASES: list[tuple[str, dict[str, Any], list[list[str]] | None]] = [
+    (
+        "firstAvailable skips an alternative that would pass 32 devices",
+        dict(
+            claims=[claim("c", counted("a", ("many", 30), ("few", 1)), request("b", count=10))], slices=[MANY]
+        ),
+        [["a/few:d00", *(f"b:d{i:02}" for i in range(1, 11))]],
+    ),
+    (
+        "All fails when one of its devices is allocated",
+        dict(
+            claims=[claim("c", request(mode="All"))], slices=[NODE_A], allocated={(DRIVER, "node-a", "gpu-0")}
+        ),
+        None,
+    ),
+    (
+        "All with admin access takes allocated devices too",
+        dict(
+            claims=[claim("c", request(mode="All", admin=True))],
+            slices=[NODE_A],
+            allocated={(DRIVER, "node-a", "gpu-0")},
+        ),
+        [["gpu:gpu-0", "gpu:gpu-1"]],
+    ),
+    (
+        "distinctAttribute across requests",
+        dict(
+            claims=[claim("c", request("x"), request("y"), constraints=[distinct("numa")])],
+            slices=[NUMA],
+        ),
+        [["x:d0", "y:d1"]],
+    ),
+    (
+        "distinctAttribute within a request",
+        dict(claims=[claim("c", request(count=2), constraints=[distinct("numa")])], slices=[NUMA]),
+        [["gpu:d0", "gpu:d1"]],
+    ),
+    (
+        "distinctAttribute compares a later request with the last device of an earlier one",
+        dict(
+            claims=[claim("c", request("r", count=2), request("s"), constraints=[distinct("a")])],
+            slices=[
+                resource_slice("q", [device("e0", a=1), device("e1", a=1), device("e2", a=2)], node="node-a")
+            ],
+        ),
+        [["r:e0", "r:e2", "s:e1"]],
+    ),
+    (
+        "distinctAttribute on a missing attribute fails",
+        dict(claims=[claim("c", constraints=[distinct("nope")])], slices=[NUMA]),
+        None,
+    ),
+    (
+        "matchAttribute limited to one request leaves the other free",
+        dict(
+            claims=[
+                claim(
+                    "c",
+                    request("x", count=2),
+                    request("y"),
+                    constraints=[{"matchAttribute": f"{DRIVER}/numa", "requests": ["x"]}],
+                )
+            ],
+            slices=[NUMA],
+        ),
+        [["x:d0", "x:d2", "y:d1"]],
+    ),
+    (
+        "matchAttribute across two requests",
+        dict(
+            claims=[
+                claim("c", request("x"), request("y"), constraints=[{"matchAttribute": f"{DRIVER}/numa"}])
+            ],
+            slices=[NUMA],
+        ),
+        [["x:d0", "y:d2"]],
+    ),
+    ("a NoExecute taint blocks too", dict(claims=[claim("c", request(count=2))], slices=[TAINTED]), None),
+    (
+        "a toleration without effect tolerates both",
+        dict(
+            claims=[
+                claim("c", request(count=2, tolerations=[{"key": "k", "operator": "Equal", "value": "v"}]))
+            ],
+            slices=[TAINTED],
+        ),
+        [["gpu:noexec", "gpu:nosched"]],
+    ),
+    (
+        "a toleration for NoSchedule leaves NoExecute",
+        dict(
+            claims=[
+                claim("c", request(tolerations=[{"key": "k", "operator": "Exists", "effect": "NoSchedule"}]))
+            ],
+            slices=[TAINTED],
+        ),
+        [["gpu:nosched"]],
+    ),
+    (
+        "an Equal toleration with another value tolerates nothing",
+        dict(
+            claims=[claim("c", request(tolerations=[{"key": "k", "operator": "Equal", "value": "w"}]))],
+            slices=[TAINTED],
+        ),
+        None,
+    ),
+    (
+        "a taint with effect None does not block",
+        dict(
+            claims=[claim("c")],
+            slices=[
+                resource_slice("n", [device("x", taints=[{"key": "k", "effect": "None"}])], node="node-a")
+            ],
+        ),
+        [["gpu:x"]],
+    ),
+    (
+        "one pool's slices for other nodes may reuse device names",
+        dict(
+            claims=[claim("c")],
+            labels={"rack": "r1"},
+            slices=[
+                resource_slice("r1", [device("x")], pool="racks", count=2, node_selector=RACK),
+                resource_slice("r2", [device("x")], pool="racks", count=2, node_selector=OTHER_RACK),
+            ],
+        ),
+        [["gpu:x"]],
+    ),
+    (
+        "a pool complete on this node is used while a newer generation serves another",
+        dict(
+            claims=[claim("c")],
+            slices=[
+                resource_slice("old", [device("stale")], node="node-a", pool="p", generation=1),
+                resource_slice("new", [device("fresh")], node="node-b", pool="p", generation=2),
+            ],
+        ),
+        [["gpu:stale"]],
+    ),
+    (
+        "an incomplete generation made obsolete elsewhere is left out",
+        dict(
+            claims=[claim("c", request(mode="All"))],
+            slices=[
+                resource_slice("old", [device("stale")], node="node-a", pool="p", generation=1, count=2),
+                resource_slice("new", [device("fresh")], node="node-b", pool="p", generation=2),
+            ],
+        ),
+        None,
+    ),
+    (
+        "pools are searched by driver, then pool name; slices by name",
+        dict(
+            claims=[claim("c", request(count=3))],
+            slices=[
+                resource_slice("z", [device("z0")], node="node-a", pool="b-pool", count=2),
+                resource_slice("y", [device("y0")], node="node-a", pool="b-pool", count=2),
+                resource_slice("x", [device("x0")], node="node-a", pool="a-pool"),
+            ],
+        ),
+        [["gpu:x0", "gpu:y0", "gpu:z0"]],
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "kwargs", "expected"), UPSTREAM_CASES, ids=[c[0] for c in UPSTREAM_CASES])
+def test_allocation_as_upstream(case: str, kwargs: dict[str, Any], expected: list[list[str]] | None) -> None:
+    assert picked(allocate(**kwargs)) == expected
+
+
+def test_all_over_more_than_32_devices_is_too_many() -> None:
+    with pytest.raises(ClaimError) as err:
+        allocate([claim("c", request(mode="All"))], [MANY])
+    assert str(err.value) == "claim default/c: number of requested devices 45 exceeds the claim limit of 32"
+
+
+def test_node_selectors_merge_requirements_with_the_same_values_once() -> None:
+    both = {"key": "rack", "operator": "In", "values": ["r1", "r2"]}
+    slices = [
+        resource_slice(
+            "s1",
+            [device("x")],
+            pool="p1",
+            node_selector={"nodeSelectorTerms": [{"matchExpressions": [both]}]},
+        ),
+        resource_slice(
+            "s2",
+            [device("y")],
+            pool="p2",
+            node_selector={"nodeSelectorTerms": [{"matchExpressions": [{**both, "values": ["r2", "r1"]}]}]},
+        ),
+    ]
+    [result] = allocate([claim("c", request(count=2))], slices, labels={"rack": "r1"}) or []
+    assert result["nodeSelector"] == {"nodeSelectorTerms": [{"matchExpressions": [both]}]}
+
+
+def test_first_available_result_names_the_alternative_and_its_tolerations() -> None:
+    taint = {"key": "k", "value": "v", "effect": "NoSchedule"}
+    toleration = {"key": "k", "operator": "Exists"}
+    req = {
+        "name": "gpu",
+        "firstAvailable": [
+            {"name": "big", "deviceClassName": "gpu", "selectors": [{"cel": {"expression": BIG}}]},
+            {"name": "any", "deviceClassName": "gpu", "tolerations": [toleration]},
+        ],
+    }
+    slices = [resource_slice("t", [device("small", memory=8, taints=[taint])], node="node-a")]
+    [result] = allocate([claim("c", req)], slices) or []
+    assert result["devices"]["results"] == [
+        {
+            "request": "gpu/any",
+            "driver": DRIVER,
+            "pool": "node-a",
+            "device": "small",
+            "tolerations": [toleration],
+        }
+    ]
+
+
+def test_class_and_request_selectors_must_both_match() -> None:
+    slices = [
+        resource_slice(
+            "m", [device("a", memory=40, model="x"), device("b", memory=40, model="y")], node="node-a"
+        )
+    ]
+    classes = [device_class("gpu", BIG)]
+    claims = [claim("c", request("gpu", "gpu", 'device.attributes["gpu.example.com"].model == "y"'))]
+    assert picked(allocate(claims, slices, classes=classes)) == [["gpu:b"]]
+    small = [claim("c", request("gpu", "gpu", 'device.attributes["gpu.example.com"].memory < 32'))]
+    assert allocate(small, slices, classes=classes) is None
+
+
+def test_all_devices_that_break_a_constraint_are_the_claims_error() -> None:
+    claims = [claim("c", request(mode="All"), constraints=[{"matchAttribute": f"{DRIVER}/numa"}])]
+    with pytest.raises(ClaimError) as err:
+        allocate(claims, [NUMA])
+    assert str(err.value) == (
+        "claim default/c, request gpu: cannot add device gpu.example.com/node-a/d1 because a claim "
+        "constraint would not be satisfied"
+    )
+
+
+@pytest.mark.parametrize(
+    ("raw", "feature"),
+    [
+        (
+            {"consumesCounters": [{"counterSet": "s", "counters": {"m": {"value": "1"}}}]},
+            "DRAPartitionableDevices",
+        ),
+        ({"bindingConditions": ["ready"]}, "DRADeviceBindingConditions"),
+        ({"allowMultipleAllocations": True}, "DRAConsumableCapacity"),
+    ],
+)
+def test_devices_needing_a_missing_feature_are_never_offered_and_named(raw: dict, feature: str) -> None:
+    slices = [resource_slice("p", [{**device("special"), **raw}], node="node-a")]
+    with pytest.raises(NodeFailure) as err:
+        allocate([claim("c")], slices)
+    assert str(err.value) == (
+        f"cannot allocate all claims: the node's devices that need {feature} were left out "
+        "(not implemented by pyscheduler)"
+    )
+    # another node's left-out devices say nothing about this one
+    assert allocate([claim("c")], slices, node="node-b") is None
+
+
+def test_all_is_refused_where_devices_were_left_out() -> None:
+    slices = [
+        resource_slice(
+            "p", [device("plain"), {**device("slow"), "bindingConditions": ["ready"]}], node="node-a"
+        )
+    ]
+    with pytest.raises(NodeFailure) as err:
+        allocate([claim("c", request(mode="All"))], slices)
+    assert str(err.value) == (
+        "cannot allocate all claims: claim default/c, request gpu asks for all devices, but the node's "
+        "devices that need DRADeviceBindingConditions were left out (not implemented by pyscheduler)"
+    )
+    assert picked(allocate([claim("c")], slices)) == [["gpu:plain"]]
+
+
+def test_the_next_device_of_a_request_is_searched_after_the_previous_one() -> None:
+    # upstream tries {e0,e1}, {e0,e2}, {e1,e2} for r, never (e1, e0): with distinctAttribute's
+    # per-request memory that order decides whether s finds a device
+    slices = [resource_slice("q", [device("e0", a=1), device("e1", a=2), device("e2", a=2)], node="node-a")]
+    claims = [claim("c", request("r", count=2), request("s"), constraints=[distinct("a")])]
+    assert allocate(claims, slices) is None
+
+
+def test_32_claims_of_32_devices_do_not_run_out_of_stack() -> None:
+    slices = [resource_slice("big", [device(f"d{i:04}") for i in range(1024)], node="node-a")]
+    result = allocate([claim(f"c{i}", request(count=32)) for i in range(32)], slices) or []
+    assert [len(a["devices"]["results"]) for a in result] == [32] * 32
+
+
+def test_first_available_config_follows_the_alternative_taken() -> None:
+    def opaque(value: str) -> dict:
+        return {"opaque": {"driver": DRIVER, "parameters": {"v": value}}}
+
+    classes = [GPU, device_class("other", config=[opaque("class")])]
+    req = {
+        "name": "gpu",
+        "firstAvailable": [
+            {"name": "big", "deviceClassName": "gpu", "selectors": [{"cel": {"expression": BIG}}]},
+            {"name": "any", "deviceClassName": "other"},
+        ],
+    }
+    config = [{"requests": ["gpu/big"], **opaque("big")}, {"requests": ["gpu/any"], **opaque("any")}]
+    small = [resource_slice("s", [device("small", memory=8)], node="node-a")]
+    [result] = allocate([claim("c", req, config=config)], small, classes=classes) or []
+    assert result["devices"]["config"] == [
+        {"source": "FromClass", "requests": ["gpu/any"], **opaque("class")},
+        {"source": "FromClaim", "requests": ["gpu/any"], **opaque("any")},
+    ]
+
+
+def test_a_slice_selecting_nodes_per_device_names_its_feature_on_every_node() -> None:
+    per_device = resource_slice("per-device", [{**device("x"), "nodeName": "node-a"}], pool="p")
+    per_device["spec"]["perDeviceNodeSelection"] = True
+    for node in ("node-a", "node-b"):
+        with pytest.raises(NodeFailure, match="devices that need DRAPartitionableDevices were left out"):
+            allocate([claim("c")], [per_device], node=node)

@@ -84,3 +84,71 @@ def test_the_cache_compiles_once_and_remembers_errors() -> None:
         cache.get("1 +")
     with pytest.raises(CelError):
         cache.get("1 +")
+
+
+# upstream's base environment beyond the DRA functions: each failed to compile here before
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ('device.attributes["gpu.example.com"].model.upperAscii() == "A100"', True),
+        ('device.attributes["gpu.example.com"].model.lowerAscii() == "a100"', True),
+        ('device.attributes["gpu.example.com"].model.indexOf("1") == 1', True),
+        ('device.attributes["gpu.example.com"].model.split("1") == ["a", "00"]', True),
+        ('device.attributes["gpu.example.com"].model.replace("a", "h") == "h100"', True),
+        ('device.attributes["gpu.example.com"].model.substring(1) == "100"', True),
+        ('device.attributes["gpu.example.com"].model.matches("^a[0-9]+$")', True),
+        ('cel.bind(gpu, device.attributes["gpu.example.com"], gpu.memory > 32 && gpu.fast)', True),
+        ('device.attributes["gpu.example.com"].?nothere.orValue(0) == 0', True),
+        ("[1, 2, 3].sum() == 6 && [3, 1].max() == 3 && [3, 1].min() == 1", True),
+        ("[1, 3, 2].isSorted()", False),
+        ("[1, 2, 2].indexOf(2) == 1 && [1, 2, 2].lastIndexOf(2) == 2 && [1].indexOf(3) == -1", True),
+        ('"abcb".indexOf("b") == 1 && "abcb".lastIndexOf("b") == 3', True),
+        ('sets.contains(["a", "b"], ["a"]) && !sets.intersects([1], [2])', True),
+        ("sets.equivalent([1, 2], [2, 1])", True),
+        ('"gpu-123".find("[0-9]+") == "123" && "a1b2".findAll("[0-9]") == ["1", "2"]', True),
+        ('semver("v1.2", true) == semver("1.2.0")', True),
+        ('isSemver("v1.2", true) && !isSemver("v1.2")', True),
+        ('semver("1.2.3+build.1") == semver("1.2.3+build.2")', True),
+        # comprehensions over small list literals are cheap, however deeply nested
+        ("[1, 2].all(x, [1, 2].all(y, [1, 2].all(z, [1, 2].all(w, x + y + z + w > 0))))", True),
+    ],
+)
+def test_upstream_base_environment(expression: str, expected: bool) -> None:
+    assert Selector(expression).matches(GPU) is expected
+
+
+def test_a_missing_domain_then_attribute_is_upstreams_runtime_error() -> None:
+    # the domain reads as an empty map, so the error names the attribute, as upstream
+    with pytest.raises(CelError) as err:
+        Selector('device.attributes["other.example.com"].memory >= 32').matches(GPU)
+    assert str(err.value) == "no such key: memory"
+
+
+def test_quantities_have_no_comparison_operators_as_upstream() -> None:
+    with pytest.raises(CelError, match=r"compilation failed: .*no matching overload"):
+        Selector('device.capacity["gpu.example.com"].mem >= quantity("32Gi")')
+
+
+def test_max_of_an_empty_list_is_a_runtime_error_with_upstreams_words() -> None:
+    with pytest.raises(CelError, match="max called on empty list"):
+        Selector("[].max() == 0").matches(GPU)
+
+
+def test_the_drivers_domain_reads_as_an_empty_map_when_the_device_has_none() -> None:
+    bare = CelDevice("gpu.example.com", {}, {})
+    assert Selector('"model" in device.attributes[device.driver]').matches(bare) is False
+    with pytest.raises(CelError, match=r"^no such key: model$"):
+        Selector('device.attributes[device.driver].model == "a100"').matches(bare)
+
+
+@pytest.mark.parametrize(
+    ("expression", "detail"),
+    [
+        ('device.attributes["gpu.example.com"].model > 5', "no such overload"),
+        ('device.attributes["gpu.example.com"].memory / 0 == 1', "division by zero"),
+    ],
+)
+def test_runtime_errors_in_cel_gos_words(expression: str, detail: str) -> None:
+    with pytest.raises(CelError) as err:
+        Selector(expression).matches(GPU)
+    assert str(err.value) == detail

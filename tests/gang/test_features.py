@@ -45,3 +45,11 @@ def test_placement_scores_are_normalised_against_the_best() -> None:
     assert scores == [50, 100, 0]
     status = plugin.normalize_placement_scores([0, 0])
     assert status is not None and "no pods from pod group" in status.message()
+
+
+def test_workload_aware_preemption_is_known_and_implemented_off_only() -> None:
+    gates = "GenericWorkload=true,GangScheduling=true"
+    assert not FeatureGates.parse(f"{gates},WorkloadAwarePreemption=false").enabled("WorkloadAwarePreemption")
+    with pytest.raises(FeatureGateError) as raised:
+        FeatureGates.parse(f"{gates},WorkloadAwarePreemption=true")
+    assert "WorkloadAwarePreemption: pyscheduler implements only its default" in str(raised.value)

@@ -22,6 +22,7 @@ from scheduler.framework import (
     Status,
 )
 from scheduler.metrics import SchedulerMetrics
+from scheduler.plugins.coscheduling import POD_GROUP_LABEL, PODGROUPS
 from scheduler.plugins.defaultpreemption import DefaultPreemption
 from scheduler.plugins.defaultpreemption.candidates import (
     Candidate,
@@ -29,6 +30,8 @@ from scheduler.plugins.defaultpreemption.candidates import (
     num_candidates,
     pick_one,
 )
+from scheduler.plugins.defaultpreemption.deferred import DEFERRED_EVICTIONS, DeferredEvictions
+from scheduler.plugins.defaultpreemption.gangs import whole_gangs
 from scheduler.plugins.defaultpreemption.pdb import parse_budgets, split_by_violation
 from scheduler.plugins.defaultpreemption.plugin import _aggregate, _unschedulable
 from scheduler.plugins.defaultpreemption.prechecks import fit_only_refilter
@@ -155,6 +158,32 @@ async def test_only_the_lowest_priority_pods_needed_are_chosen_as_victims():
     assert plugin.pre_enqueue(preemptor) is None
     assert handle.activated == []
     assert handle.observed == [2]
+
+
+async def test_in_a_pod_groups_trial_the_evictions_wait_for_the_group_and_can_be_dropped():
+    pods = [cpu_pod("low", "n1", "2", 1)]
+    fwk, plugin, handle = setup([make_node("n1", cpu="2")], pods)
+    preemptor = make_pod("p", requests={"cpu": "2"}, priority=10)
+    state, diagnosis = diagnose(fwk, handle, preemptor)
+    deferred = DeferredEvictions()
+    state.write(DEFERRED_EVICTIONS, deferred)
+
+    result, status = await plugin.post_filter(state, preemptor, diagnosis)
+
+    assert status is None and result == PostFilterResult("n1")  # nominated as usual ...
+    assert deferred.victims() == 1 and plugin.executor.running == 0  # ... but nothing evicted
+    assert plugin.pre_enqueue(preemptor) is None
+    assert handle.observed == [None]  # the attempt counts; its victims only once evicted
+
+    assert deferred.commit([preemptor.uid]) == 1  # the group fits: evicted now
+    await plugin.executor.wait()
+    assert [r.path.rsplit("/", 1)[1] for r in handle.client.requests if r.method == "DELETE"] == ["low"]
+    assert handle.recorded_metrics.deferred_victims == [1]
+
+    dropped = DeferredEvictions()
+    state.write(DEFERRED_EVICTIONS, dropped)
+    await plugin.post_filter(state, preemptor, diagnosis)
+    assert dropped.commit([]) == 0 and not dropped.pending  # the group does not fit: none evicted
 
 
 async def test_a_failed_eviction_activates_the_preemptor_at_once():
@@ -1002,3 +1031,56 @@ def test_a_node_keeps_its_pods_and_accounting_through_a_removal_and_a_re_additio
     assert info.used_ports == before.used_ports
     assert set(info.pods_with_affinity) == set(before.pods_with_affinity) == {pod.uid}
     assert set(info.pods_with_required_anti_affinity) == {pod.uid}
+
+
+# ---------------------------------------------------------------------------- gangs as victims
+
+
+def _gang(min_member: int, placement: Sequence[tuple[str, int]]) -> tuple[Handle, list[Pod]]:
+    """A Coscheduling PodGroup "g" of ``min_member`` whose members run as (node, priority)."""
+    members = [
+        cpu_pod(f"m{i}", node, "1", priority, labels={POD_GROUP_LABEL: "g"})
+        for i, (node, priority) in enumerate(placement)
+    ]
+    nodes = sorted({node for node, _ in placement})
+    handle = Handle(table_of([make_node(n, cpu="1") for n in nodes], members))
+    group = {
+        "metadata": {"name": "g", "namespace": "default", "resourceVersion": "1"},
+        "spec": {"minMember": min_member},
+    }
+    handle.listers[PODGROUPS] = Store([group])
+    return handle, members
+
+
+def _widened(handle: Handle, victim: Pod) -> tuple[list[str], dict[str, Status]]:
+    preemptor = make_pod("p", requests={"cpu": "1"}, priority=10)
+    candidates = [Candidate(victim.node_name, Victims([victim]))]
+    kept, refused = whole_gangs(handle, preemptor, candidates, handle.snapshot.node_infos(), [])
+    return [p.name for c in kept for p in c.victims.pods], refused
+
+
+def test_a_victim_whose_gang_would_fall_below_its_minimum_takes_the_whole_gang():
+    handle, members = _gang(3, [("n1", 0), ("n2", 1), ("n3", 0)])
+    victims, refused = _widened(handle, members[0])
+    assert sorted(victims) == ["m0", "m1", "m2"] and refused == {}
+    assert victims[0] == "m1"  # most important first, as every victim list
+
+
+def test_a_gang_above_its_minimum_loses_one_member_alone():
+    handle, members = _gang(2, [("n1", 0), ("n2", 0), ("n3", 0)])
+    assert _widened(handle, members[0]) == (["m0"], {})
+
+
+def test_a_candidate_whose_gang_has_a_member_the_preemptor_may_not_evict_is_refused():
+    handle, members = _gang(2, [("n1", 0), ("n2", 20)])
+    victims, refused = _widened(handle, members[0])
+    assert victims == []
+    assert refused["n1"].reasons == (
+        "preemption would leave a pod group with fewer than its minimum pods running",
+    )
+
+
+def test_pods_outside_any_watched_gang_are_victims_alone():
+    handle, members = _gang(3, [("n1", 0), ("n2", 0), ("n3", 0)])
+    handle.listers.clear()  # the scheduler does not watch Coscheduling PodGroups
+    assert _widened(handle, members[0]) == (["m0"], {})

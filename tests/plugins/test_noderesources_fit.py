@@ -12,9 +12,10 @@ from scheduler.config.args import (
     UtilizationShapePoint,
 )
 from scheduler.framework import ActionType, Code, CycleState, QueueingHint
-from scheduler.framework.interface import NODE, POD
+from scheduler.framework.interface import DEVICE_CLASS, NODE, POD
 from scheduler.plugins.noderesources import Fit
 from scheduler.testing.builders import (
+    FakeHandle,
     make_node,
     make_pod,
     per_node_and_batch_filter,
@@ -271,7 +272,7 @@ def test_a_strategy_without_a_shape_is_refused() -> None:
 
 
 def hints(plugin: Fit) -> tuple:
-    pod_event, node_event = plugin.events_to_register()
+    pod_event, node_event, _ = plugin.events_to_register()
     assert pod_event.event.resource == POD and node_event.event.resource == NODE
     assert node_event.event.action == ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE
     return pod_event.hint, node_event.hint
@@ -415,3 +416,65 @@ def test_existing_pods_with_pod_level_requests_count_defaults_only_for_what_noth
     # the node's non-zero cpu is 1000 (container b gets no default: "a" states cpu) and memory 1000;
     # with the incoming pod: cpu (4000-2000)*100/4000 = 50, memory (10000-3000)*100/10000 = 70 -> 60
     assert score(None, REQ_1CPU_2K, [make_node("n", **NODE_4CPU_10K)], [Pod.from_dict(obj)]) == [60]
+
+
+# ------------------------------------------------------------ extended resources backed by DRA
+
+GPU_CLASS = {"metadata": {"name": "gpu"}, "spec": {"extendedResourceName": GPU}}
+
+
+def dra_fit(*classes: dict) -> Fit:
+    return Fit(None, FakeHandle(listers={"deviceclasses": list(classes)}))  # type: ignore[arg-type]
+
+
+SHORT = ("Insufficient example.com/gpu",)
+
+
+@pytest.mark.parametrize(
+    ("case", "requests", "classes", "reasons"),
+    [
+        # left to DynamicResources where the node has none (an explicit 0 counts as none)
+        ("a served resource", {GPU: "1"}, [GPU_CLASS], [None, SHORT, None]),
+        (
+            "the class's implicit name",
+            {"deviceclass.resource.kubernetes.io/gpu": "1"},
+            [GPU_CLASS],
+            [None] * 3,
+        ),
+        ("no class serves it", {GPU: "1"}, [], [SHORT] * 3),
+    ],
+)
+def test_extended_resources_a_device_class_serves(
+    case: str, requests: dict, classes: list, reasons: list
+) -> None:
+    # no gpu in allocatable; one gpu, in use; an explicit zero
+    nodes = [make_node("none"), make_node("plugin", extra={GPU: 1}), make_node("zero", extra={GPU: 0})]
+    used = [make_pod("user", node_name="plugin", requests={GPU: "1"})]
+    verdicts = run_filter(dra_fit(*classes), {"requests": requests}, nodes, used)
+    assert [v.reasons if v is not None else None for v in verdicts] == reasons, case
+
+
+def test_a_pod_dra_would_serve_is_not_signed() -> None:
+    plugin = dra_fit(GPU_CLASS)
+    fragments, status = plugin.sign_pod(make_pod("p", requests={GPU: "1"}))
+    assert fragments == () and status.code == Code.UNSCHEDULABLE
+    assert status.message() == "signature disabled when dra extended resources are used in the cluster"
+    fragments, status = plugin.sign_pod(make_pod("p", requests={"example.com/other": "1"}))
+    assert status is None and fragments
+
+
+@pytest.mark.parametrize(
+    ("case", "old", "new", "hint"),
+    [
+        ("a class serving the resource is added", None, GPU_CLASS, QueueingHint.QUEUE),
+        ("the implicit name's class is added", None, {"metadata": {"name": "tpu"}}, QueueingHint.QUEUE),
+        ("another class is added", None, {"metadata": {"name": "fpga"}}, QueueingHint.SKIP),
+        ("a class starts serving the resource", {"metadata": {"name": "gpu"}}, GPU_CLASS, QueueingHint.QUEUE),
+        ("an update keeping the name", GPU_CLASS, GPU_CLASS, QueueingHint.SKIP),
+    ],
+)
+def test_device_class_hint(case: str, old: dict | None, new: dict, hint: QueueingHint) -> None:
+    *_, class_event = Fit().events_to_register()
+    assert class_event.event.resource == DEVICE_CLASS
+    pod = make_pod("p", requests={GPU: "1", "deviceclass.resource.kubernetes.io/tpu": "1"})
+    assert class_event.hint(pod, old, new) == hint, case

@@ -311,6 +311,33 @@ async def test_slices_and_classes_get_a_generation_and_validated_specs(
     assert error_of(caught.value)[1].endswith('spec.nodeName: Invalid value: "node-0001": field is immutable')
 
 
+@pytest.mark.parametrize(
+    "name, valid",
+    [
+        ("example.com/gpu", True),
+        ("gpu", False),  # not prefixed: a native resource name
+        ("kubernetes.io/gpu", False),
+        ("requests.example.com/gpu", False),
+        ("example.com/-gpu", False),
+    ],
+)
+async def test_a_class_may_name_the_extended_resource_it_serves(
+    resource: client.ResourceV1Api, name: str, valid: bool
+) -> None:
+    body = {"metadata": {"name": "gpu"}, "spec": {"extendedResourceName": name}}
+    if valid:
+        created = await resource.create_device_class(body)
+        assert created.spec.extended_resource_name == name
+        return
+    with pytest.raises(ApiException) as caught:
+        await resource.create_device_class(body)
+    assert error_of(caught.value) == (
+        422,
+        f'DeviceClass.resource.k8s.io "gpu" is invalid: spec.extendedResourceName: Invalid value: "{name}": '
+        "must be a valid extended resource name",
+    )
+
+
 async def test_each_kind_is_watched(sim: SimCluster) -> None:
     paths = {
         "deviceclasses": "/deviceclasses",

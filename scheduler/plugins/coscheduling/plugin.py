@@ -18,7 +18,7 @@ Follows scheduler-plugins v0.35 (pkg/coscheduling):
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from scheduler.api import LabelSelector, Pod
@@ -40,6 +40,7 @@ from scheduler.framework import (
 from scheduler.framework.interface import POD
 from scheduler.plugins.coscheduling.args import CoschedulingArgs, decode_args
 from scheduler.plugins.coscheduling.capacity import describe_gap, missing_resources
+from scheduler.plugins.coscheduling.metrics import SCHEDULED, UNSCHEDULABLE, GroupAttempts
 from scheduler.plugins.coscheduling.podgroup import (
     POD_GROUP_LABEL,
     PODGROUPS,
@@ -53,6 +54,9 @@ from scheduler.plugins.coscheduling.state import GroupState
 NAME = "Coscheduling"
 # scheduler-plugins' fallback when neither the PodGroup nor the args give a wait
 DEFAULT_WAIT_SECONDS = 60
+# how long a passed minResources check is trusted when permitWaitingTimeSeconds is 0
+# (scheduler-plugins' cache default)
+RESOURCES_CHECK_DEFAULT_SECONDS = 3
 
 
 class Coscheduling:
@@ -64,6 +68,7 @@ class Coscheduling:
         self.args = decode_args(args)
         self.handle = handle
         self.state = GroupState(handle.clock)
+        self.attempts = GroupAttempts(handle)
         self._groups: PodGroups | None = None
         # queue timestamps are monotonic, PodGroup creation times are wall time
         self._wall_offset = time.time() - time.monotonic()
@@ -79,10 +84,10 @@ class Coscheduling:
         return self._groups.get(key)
 
     def members(self, group: PodGroup) -> list[Pod]:
-        """Every pod of the group that is not finished (pending or placed, any scheduler)."""
-        pods: Iterable[Pod] = self.handle.lister("pods").list()
-        namespace, name = group.namespace, group.name
-        return [p for p in pods if p.labels.get(POD_GROUP_LABEL) == name and p.namespace == namespace]
+        """Every pod of the group the scheduler's informer holds (pending or placed, any
+        scheduler, terminating ones too; finished pods are not watched), as upstream counts."""
+        pods: list[Pod] = self.handle.lister("pods").with_label(group.namespace, POD_GROUP_LABEL, group.name)
+        return pods
 
     def placed(self, group: PodGroup) -> set[str]:
         """uids of the group's pods that are bound, binding or assumed (waiting at Permit)."""
@@ -129,6 +134,7 @@ class Coscheduling:
                 f"{group.key}: {gated} of its {len(members)} pods are gated, minMember of group: "
                 f"{group.min_member}"
             )
+        self.attempts.started(group.key)
         if group.min_resources is None or group.key in self.state.resources_checked:
             return None, None
         gap = missing_resources(group, nodes.node_infos())
@@ -137,7 +143,9 @@ class Coscheduling:
                 f"PodGroup {group.key} cannot find its minResources free in the cluster, "
                 f"resource gap: {describe_gap(gap)}"
             )
-        self.state.resources_checked.add(group.key, self.wait_seconds(group))
+        # remembered for the args' wait (not the group's), as scheduler-plugins does
+        ttl = self.args.permit_waiting_time_seconds or RESOURCES_CHECK_DEFAULT_SECONDS
+        self.state.resources_checked.add(group.key, ttl)
         return None, None
 
     def sign_pod(self, pod: Pod) -> tuple[Sequence[SignFragment], Status | None]:
@@ -173,6 +181,7 @@ class Coscheduling:
             self.state.backed_off.add(group.key, self.args.pod_group_backoff_seconds)
         self.state.resources_checked.discard(group.key)
         self.state.mark_failure(group.key)
+        self.attempts.ended(group.key, UNSCHEDULABLE)
         if rejected:
             why += f", {rejected} waiting pods released"
         return None, Status.unschedulable(why)
@@ -207,6 +216,7 @@ class Coscheduling:
         )
         self.state.resources_checked.discard(group.key)
         self.state.mark_failure(group.key)
+        self.attempts.ended(group.key, UNSCHEDULABLE)
 
     def permit(self, state: CycleState, pod: Pod, node_name: str) -> tuple[Status | None, float]:
         if not group_key(pod):
@@ -218,6 +228,7 @@ class Coscheduling:
         placed.add(pod.uid)
         if len(placed) >= group.min_member:
             self.state.clear_failure(group.key)
+            self.attempts.ended(group.key, SCHEDULED)
             for waiting in self.handle.waiting_pods:
                 member = waiting.pod
                 if member.namespace == group.namespace and group_name(member) == group.name:

@@ -5,6 +5,11 @@ let the extenders with a preempt verb narrow these candidates (or change their v
 pick the one whose eviction hurts least, nominate the pod there and evict the victims in the
 background. The filters count nominated pods, so the freed room waits for the preemptor.
 ``post_filter`` is a coroutine only for the extenders' sake: without them it never suspends.
+
+Gangs (pyscheduler's guards, docs/gang.md): a member's preemption in a pod group's trial is only
+recorded (deferred.py) until the whole group fits; victims that belong to a gang go with their
+whole gang or not at all (gangs.py); a Coscheduling member preempts only when its group could
+then be placed (groupfit.py).
 """
 
 from __future__ import annotations
@@ -37,7 +42,10 @@ from scheduler.framework.interface import POD
 from scheduler.framework.messages import fit_error_message
 from scheduler.plugins import names
 from scheduler.plugins.defaultpreemption.candidates import Candidate, dry_run, num_candidates, pick_one
+from scheduler.plugins.defaultpreemption.deferred import deferred_evictions
 from scheduler.plugins.defaultpreemption.executor import Executor, terminating_by_preemption
+from scheduler.plugins.defaultpreemption.gangs import whole_gangs
+from scheduler.plugins.defaultpreemption.groupfit import group_refusal
 from scheduler.plugins.defaultpreemption.pdb import Budget, parse_budgets
 
 log = logging.getLogger(__name__)
@@ -98,14 +106,28 @@ class DefaultPreemption:
             # As upstream: every victim is already on its way out, so nothing is called, no
             # nomination is cleared and the pod waits for their deletion like any other event.
             return PostFilterResult(best.node_name), None, None
-        log.info("preempting %d pod(s) on %s for %s", len(to_evict), best.node_name, pod.key)
         displaced = [
             p
             for p in self._handle.nominated_pods_for_node(best.node_name)
             if p.priority < pod.priority and p.uid != pod.uid
         ]
+        deferred = deferred_evictions(state)
+        if deferred is not None:  # a pod group's trial: evict only once the whole group fits
+            node_name = best.node_name
+            deferred.defer(pod.uid, to_evict, lambda fresh: self._start(pod, node_name, fresh, displaced))
+            return PostFilterResult(best.node_name), None, None
+        log.info("preempting %d pod(s) on %s for %s", len(to_evict), best.node_name, pod.key)
         self.executor.start(pod, best.node_name, to_evict, displaced)
         return PostFilterResult(best.node_name), None, len(best.victims.pods)
+
+    def _start(self, pod: Pod, node_name: str, to_evict: list[Pod], displaced: list[Pod]) -> None:
+        """A deferred preemption carried out: its victims are counted when evicted."""
+        log.info(
+            "preempting %d pod(s) on %s for %s, its pod group fitting", len(to_evict), node_name, pod.key
+        )
+        if self._handle.metrics is not None:
+            self._handle.metrics.observe_preemption_victims(len(to_evict))
+        self.executor.start(pod, node_name, to_evict, displaced)
 
     async def choose(
         self, state: CycleState, pod: Pod, diagnosis: Diagnosis
@@ -131,16 +153,24 @@ class DefaultPreemption:
             wanted = num_candidates(
                 len(potential), args.min_candidate_nodes_percentage, args.min_candidate_nodes_absolute
             )
+            budgets = self._budgets()
             candidates, statuses = dry_run(
-                runner,
-                state,
-                pod,
-                potential,
-                self._budgets(),
-                offset,
-                wanted,
-                self._handle.nominated_pods_for_node,
+                runner, state, pod, potential, budgets, offset, wanted, self._handle.nominated_pods_for_node
             )
+            candidates, refused = whole_gangs(self._handle, pod, candidates, all_nodes, budgets)
+            if refused and wanted < len(potential):  # look further for a candidate that may go
+                candidates, statuses = dry_run(
+                    runner,
+                    state,
+                    pod,
+                    potential,
+                    budgets,
+                    offset,
+                    len(potential),
+                    self._handle.nominated_pods_for_node,
+                )
+                candidates, refused = whole_gangs(self._handle, pod, candidates, all_nodes, budgets)
+            statuses.update(refused)
         if not candidates:
             errors = [s for s in statuses.values() if s.code == Code.ERROR]
             if errors:
@@ -162,6 +192,9 @@ class DefaultPreemption:
         best = pick_one(candidates)
         if best is None:
             return None, None, Status.unschedulable("no candidate node for preemption")
+        refusal = group_refusal(self._handle, pod, best, all_nodes)
+        if refusal is not None:  # its Coscheduling group would not be placed: evict nothing
+            return None, PostFilterResult(""), refusal
         return best, None, None
 
     def eligible(self, pod: Pod, diagnosis: Diagnosis) -> tuple[bool, str]:

@@ -1,4 +1,8 @@
-"""NodeResourcesFit: the node must have room for the pod's requests; scoring by a configured strategy."""
+"""NodeResourcesFit: the node must have room for the pod's requests; scoring by a configured strategy.
+
+An extended resource that a DeviceClass serves (DRAExtendedResource) is left to DynamicResources
+on the nodes that do not advertise it in allocatable; a node advertising it is checked here.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ from scheduler.config.args import (
     REQUESTED_TO_CAPACITY_RATIO,
     NodeResourcesFitArgs,
 )
+from scheduler.dra.extended import DEVICE_CLASS_PREFIX, class_map, dra_backed
 from scheduler.framework import (
     ActionType,
     ClusterEvent,
@@ -33,7 +38,7 @@ from scheduler.framework import (
     signers,
 )
 from scheduler.framework import nodetable as cols
-from scheduler.framework.interface import NODE, POD
+from scheduler.framework.interface import DEVICE_CLASS, NODE, POD
 from scheduler.plugins import names
 from scheduler.plugins.helper import NodeMemo
 from scheduler.plugins.noderesources.resource_allocation import memoised_scores, node_lists, pod_request_list
@@ -48,6 +53,9 @@ _PRE_FILTER_KEY = "PreFilter" + names.NODE_RESOURCES_FIT
 _PRE_SCORE_KEY = "PreScore" + names.NODE_RESOURCES_FIT
 
 REASON_TOO_MANY_PODS = "Too many pods"
+NOT_SIGNABLE = "signature disabled when dra extended resources are used in the cluster"
+CLASSES = "deviceclasses"
+_NEVER_SHORT = np.iinfo(np.int64).max
 _FIXED_REASONS = (
     REASON_TOO_MANY_PODS,
     "Insufficient cpu",
@@ -69,6 +77,7 @@ class FitRequest:
 
     requests: Resource
     scalars: tuple[tuple[str, int], ...]
+    dra: frozenset[str] = frozenset()  # scalars a DeviceClass serves where the node has none
 
     @property
     def is_empty(self) -> bool:
@@ -77,7 +86,10 @@ class FitRequest:
 
 
 def make_fit_request(
-    requests: Resource, ignored: frozenset[str] = frozenset(), ignored_groups: frozenset[str] = frozenset()
+    requests: Resource,
+    ignored: frozenset[str] = frozenset(),
+    ignored_groups: frozenset[str] = frozenset(),
+    dra: frozenset[str] = frozenset(),
 ) -> FitRequest:
     scalars = []
     for name in sorted(requests.scalar):
@@ -87,7 +99,7 @@ def make_fit_request(
         if is_extended_resource_name(name) and (name in ignored or name.split("/", 1)[0] in ignored_groups):
             continue
         scalars.append((name, quantity))
-    return FitRequest(requests, tuple(scalars))
+    return FitRequest(requests, tuple(scalars), dra)
 
 
 def insufficient(request: FitRequest, alloc: Resource, used: Resource, pods: int) -> tuple[list[str], bool]:
@@ -106,6 +118,8 @@ def insufficient(request: FitRequest, alloc: Resource, used: Resource, pods: int
             unresolvable |= want > alloc.get(name)
     for name, want in request.scalars:
         have = alloc.scalar.get(name, 0)
+        if have <= 0 and name in request.dra:
+            continue  # DynamicResources allocates it from devices on this node
         if want > have - used.scalar.get(name, 0):
             reasons.append(f"Insufficient {name}")
             unresolvable |= want > have
@@ -161,20 +175,37 @@ def _build_scorer(args: NodeResourcesFitArgs) -> tuple[tuple[str, ...], Scorer]:
 class Fit:
     name: ClassVar[str] = names.NODE_RESOURCES_FIT
 
-    __slots__ = ("_ignored", "_ignored_groups", "_memo", "_resources", "_scorer")
+    __slots__ = ("_handle", "_ignored", "_ignored_groups", "_memo", "_resources", "_scorer")
 
     def __init__(self, args: NodeResourcesFitArgs | None = None, handle: Handle | None = None) -> None:
         args = args or NodeResourcesFitArgs()
         self._ignored = frozenset(args.ignored_resources)
         self._ignored_groups = frozenset(args.ignored_resource_groups)
+        self._handle = handle
         self._resources, self._scorer = _build_scorer(args)
         self._memo = NodeMemo(np.int64)
 
     def sign_pod(self, pod: Pod) -> tuple[Sequence[SignFragment], Status | None]:
-        """Filtering and scoring depend on the pod's requests only. Upstream does not sign a
-        pod when DRA would serve one of its extended resources (DRAExtendedResource); pyscheduler
-        serves none through DRA, so every pod is signed."""
+        """Filtering and scoring depend on the pod's requests only, unless DRA would serve one
+        of its extended resources (then, as upstream, the pod is not signed)."""
+        if self._dra_backed(pod.requests):
+            return (), Status.unschedulable(NOT_SIGNABLE)
         return (SignFragment(signers.RESOURCES, signers.resources(pod)),), None
+
+    def _dra_backed(self, requests: Resource) -> frozenset[str]:
+        """The requested scalar resources a DeviceClass serves (none without scalar requests)."""
+        if not requests.scalar or self._handle is None:
+            return frozenset()
+        try:
+            classes = class_map(self._handle.lister(CLASSES).list())
+        except KeyError:  # a handle without the DRA kinds: nothing is served by devices
+            return frozenset()
+        return frozenset(dra_backed(requests.scalar, classes))
+
+    def _fit_request(self, pod: Pod) -> FitRequest:
+        return make_fit_request(
+            pod.requests, self._ignored, self._ignored_groups, self._dra_backed(pod.requests)
+        )
 
     # ------------------------------------------------------------------ events
 
@@ -187,7 +218,22 @@ class Fit:
                 ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE),
                 self._after_node_change,
             ),
+            # a class serving a resource the pod asks for may make it fit (DRAExtendedResource)
+            ClusterEventWithHint(
+                ClusterEvent(DEVICE_CLASS, ActionType.ADD | ActionType.UPDATE),
+                self._after_device_class_change,
+            ),
         )
+
+    @staticmethod
+    def _after_device_class_change(pod: Pod, old: Any, new: Any) -> QueueingHint:
+        name = (new.get("spec") or {}).get("extendedResourceName")
+        if old is not None:
+            if (old.get("spec") or {}).get("extendedResourceName") == name:
+                return QueueingHint.SKIP
+        elif DEVICE_CLASS_PREFIX + str((new.get("metadata") or {}).get("name", "")) in pod.requests.scalar:
+            return QueueingHint.QUEUE  # a class's implicit name only comes with the class
+        return QueueingHint.QUEUE if name and name in pod.requests.scalar else QueueingHint.SKIP
 
     def _after_pod_event(self, pod: Pod, old: Pod, new: Pod | None) -> QueueingHint:
         if new is None:
@@ -205,7 +251,7 @@ class Fit:
     def _after_node_change(self, pod: Pod, old: Node | None, new: Node) -> QueueingHint:
         # Upstream's hint checks every requested resource, ignoredResources included: a pod
         # asking for an ignored resource that the node lacks is not requeued by this hint.
-        request = make_fit_request(pod.requests)
+        request = make_fit_request(pod.requests, dra=self._dra_backed(pod.requests))
         reasons, _ = insufficient(request, new.allocatable, Resource(), 0)
         if reasons:
             return QueueingHint.SKIP  # it would not fit even on the empty node
@@ -219,13 +265,13 @@ class Fit:
     def pre_filter(
         self, state: CycleState, pod: Pod, nodes: NodeLister
     ) -> tuple[PreFilterResult | None, Status | None]:
-        state.write(_PRE_FILTER_KEY, make_fit_request(pod.requests, self._ignored, self._ignored_groups))
+        state.write(_PRE_FILTER_KEY, self._fit_request(pod))
         return None, None
 
     def _request(self, state: CycleState, pod: Pod) -> FitRequest:
         request = state.get(_PRE_FILTER_KEY)
         if request is None:
-            request = make_fit_request(pod.requests, self._ignored, self._ignored_groups)
+            request = self._fit_request(pod)
         return request
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
@@ -268,6 +314,8 @@ class Fit:
             for name, want in request.scalars:
                 alloc_col, used_col = table.scalar(name)
                 free_col = alloc_col - used_col
+                if name in request.dra:  # left to DynamicResources where the node has none
+                    free_col = np.where(alloc_col > 0, free_col, _NEVER_SHORT)
                 over |= free_col < want
                 wanted.append((alloc_col, free_col, want, f"Insufficient {name}"))
         over &= table.valid  # free rows read as full; they are never candidates
