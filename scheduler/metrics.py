@@ -92,6 +92,8 @@ class SchedulerMetrics:
         "_cache_size",
         "_extension_point_duration",
         "_incoming",
+        "_last_cache_size",
+        "_last_pending",
         "_node_hint_duration",
         "_pending",
         "_plugin_duration",
@@ -335,6 +337,10 @@ class SchedulerMetrics:
         self._plugin_duration = LabelledChildren(self.plugin_execution_duration)
         self._incoming = LabelledChildren(self.queue_incoming_pods)
         self._pending = LabelledChildren(self.pending_pods)
+        # the gauges' last values: the queue and the cache report after every change, and most
+        # changes (a pod moving through a cycle) leave the counts where they were
+        self._last_pending: tuple[int, int, int, int] | None = None
+        self._last_cache_size: tuple[int, int, int] | None = None
         self._batch_attempts = LabelledChildren(self.batch_attempts)
         self._batch_flushed = LabelledChildren(self.batch_cache_flushed)
         self._node_hint_duration = LabelledChildren(self.get_node_hint_duration)
@@ -412,6 +418,10 @@ class SchedulerMetrics:
         self._incoming(queue, event).inc()
 
     def set_pending(self, active: int, backoff: int, unschedulable: int, gated: int) -> None:
+        values = (active, backoff, unschedulable, gated)
+        if values == self._last_pending:
+            return
+        self._last_pending = values
         pending = self._pending
         pending("active").set(active)
         pending("backoff").set(backoff)
@@ -419,6 +429,10 @@ class SchedulerMetrics:
         pending("gated").set(gated)
 
     def set_cache_size(self, nodes: int, pods: int, assumed_pods: int) -> None:
+        values = (nodes, pods, assumed_pods)
+        if values == self._last_cache_size:
+            return
+        self._last_cache_size = values
         size = self._cache_size
         size("nodes").set(nodes)
         size("pods").set(pods)

@@ -170,6 +170,19 @@ def test_pending_and_cache_gauges_cover_every_queue_and_type():
     }
 
 
+def test_pending_and_cache_gauges_follow_changes_after_repeated_reports():
+    m = SchedulerMetrics()
+    for active in (3, 3, 0, 0, 2):  # reports that repeat the counts write nothing new
+        m.set_pending(active=active, backoff=0, unschedulable=1, gated=0)
+    for pods in (4, 4, 5):
+        m.set_cache_size(nodes=1, pods=pods, assumed_pods=0)
+    fams = families(m)
+    pending = {s.labels["queue"]: s.value for s in fams["scheduler_pending_pods"].samples}
+    assert pending == {"active": 2, "backoff": 0, "unschedulable": 1, "gated": 0}
+    sizes = {s.labels["type"]: s.value for s in fams["scheduler_cache_size"].samples}
+    assert sizes == {"nodes": 1, "pods": 5, "assumed_pods": 0}
+
+
 def test_preemption_without_a_candidate_counts_the_attempt_only():
     m = SchedulerMetrics()
     m.observe_preemption(None)
