@@ -12,17 +12,21 @@ import asyncio
 import json
 import logging
 import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from scheduler.app import check_profiles
+from scheduler.app import check_profiles, watched_kinds
 from scheduler.client.config import ClientConfigError
 from scheduler.client.kubeconfig import KubeconfigError
 from scheduler.client.rest import ApiError
 from scheduler.config import ConfigError, SchedulerConfiguration, default_config, load_config
-from scheduler.plugins.registry import in_tree_registry
+from scheduler.features import FeatureGateError, FeatureGates
+from scheduler.framework import PluginFactory
+from scheduler.plugins.loading import PluginLoadError, declared_args, factories, load_registry
 from scheduler.runtime import FrameworkError
 from scheduler.simulate import html, report
 from scheduler.simulate.engine import Outcome, Simulation, SimulationError
@@ -46,6 +50,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--config", help="KubeSchedulerConfiguration file (default: built-in defaults)")
     parser.add_argument(
+        "--plugin",
+        dest="plugins",
+        action="append",
+        default=[],
+        metavar="MODULE:CLASS",
+        help="add a plugin from a module or a file, as `pyscheduler run --plugin`; repeatable",
+    )
+    parser.add_argument(
+        "--feature-gates", default="", metavar="Gate=true|false,...", help="as `pyscheduler run`"
+    )
+    parser.add_argument(
         "--add",
         action="append",
         default=[],
@@ -64,13 +79,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for decisions (120)")
 
 
-def _config(path: str | None) -> SchedulerConfiguration:
+@dataclass(frozen=True, slots=True)
+class SchedulerSetup:
+    """What the simulated scheduler is built from: `pyscheduler run`'s config, plugins, gates."""
+
+    config: SchedulerConfiguration
+    registry: Mapping[str, PluginFactory]
+    watches: Sequence[str]
+    features: FeatureGates
+
+
+def _setup(args: argparse.Namespace) -> SchedulerSetup:
+    path = args.config
     try:
-        config = load_config(path) if path else default_config()
-        check_profiles(config, in_tree_registry())
-    except (ConfigError, FrameworkError) as exc:
+        features = FeatureGates.parse(args.feature_gates)
+        sources = load_registry(args.plugins)
+        plugin_args = declared_args(sources)
+        config = load_config(path, plugin_args) if path else default_config(plugin_args)
+        registry = factories(sources)
+        check_profiles(config, registry, features)
+    except (FeatureGateError, PluginLoadError, ConfigError, FrameworkError) as exc:
         raise UsageError(f"invalid configuration {path or '(defaults)'}: {exc}") from exc
-    return config
+    return SchedulerSetup(config, registry, watched_kinds(config, sources), features)
 
 
 def _capacity_pod(path: str, scheduler_name: str) -> dict[str, Any]:
@@ -87,7 +117,8 @@ def _capacity_pod(path: str, scheduler_name: str) -> dict[str, Any]:
 
 async def run(args: argparse.Namespace) -> Outcome:
     """Parse everything first (exit 2 before any work), then simulate."""
-    config = _config(args.config)
+    setup = _setup(args)
+    config = setup.config
     scheduler_name = config.profiles[0].scheduler_name
     workloads: list[Workload] = [w for path in args.add for w in load_manifests(path, scheduler_name)]
     pod = _capacity_pod(args.capacity, scheduler_name) if args.capacity else None
@@ -105,7 +136,15 @@ async def run(args: argparse.Namespace) -> Outcome:
         for line in skipped:
             print(f"simulate: {line}", file=sys.stderr)
         objects = snapshot["objects"]
-    async with Simulation(objects, config, seed=args.seed, timeout=args.timeout) as sim:
+    async with Simulation(
+        objects,
+        config,
+        seed=args.seed,
+        timeout=args.timeout,
+        registry=setup.registry,
+        watches=setup.watches,
+        features=setup.features,
+    ) as sim:
         outcome = await sim.add(workloads)
         if pod is not None:
             await sim.capacity(pod, args.capacity_limit)

@@ -21,7 +21,7 @@ import logging
 import random
 import tempfile
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -33,6 +33,8 @@ from scheduler.api.resources import Resource, pod_resources
 from scheduler.app import SchedulerApp
 from scheduler.config import SchedulerConfiguration
 from scheduler.explain import explain_pod
+from scheduler.features import DEFAULT_FEATURES, FeatureGates
+from scheduler.framework import PluginFactory
 from scheduler.serving.options import ServingOptions
 from scheduler.sim import SimCluster
 from scheduler.sim.errors import ApiError
@@ -208,8 +210,15 @@ class Simulation:
         *,
         seed: int = 0,
         timeout: float = 60.0,
+        registry: Mapping[str, PluginFactory] | None = None,
+        watches: Sequence[str] = (),
+        features: FeatureGates = DEFAULT_FEATURES,
     ) -> None:
+        """``registry``, ``watches`` and ``features`` are the scheduler's, as `pyscheduler run`
+        builds them from ``--plugin`` and ``--feature-gates`` (default: in-tree plugins, v1.36's
+        gate defaults)."""
         self.config = copy.deepcopy(config)
+        self._registry, self._watches, self._features = registry, watches, features
         self.config.leader_election.leader_elect = False
         self.profiles = {p.scheduler_name for p in self.config.profiles}
         self.seed = seed
@@ -255,6 +264,9 @@ class Simulation:
             kubeconfig=str(kubeconfig),
             serving=ServingOptions(bind_address="127.0.0.1", port=0, plain_http=True),
             rng=random.Random(self.seed),
+            registry=self._registry,
+            watches=self._watches,
+            features=self._features,
         )
         self._task = asyncio.create_task(self._app.run(), name="simulated scheduler")
         deadline = time.monotonic() + self.timeout

@@ -40,6 +40,8 @@ from tests.simulate.helpers import (
             "--kubeconfig: only with --from-cluster",
         ),
         (["--snapshot", "{dir}/ok.json", "--capacity-limit", "0"], "--capacity-limit: at least 1"),
+        (["--snapshot", "{dir}/ok.json", "--feature-gates", "NoSuchGate=true"], "NoSuchGate"),
+        (["--snapshot", "{dir}/ok.json", "--plugin", "{dir}/missing.py:Thing"], "missing.py"),
     ],
 )
 def test_bad_flags_and_files_exit_2_naming_the_problem(

@@ -220,6 +220,50 @@ def test_added_pods_use_the_configured_profile_unless_they_name_a_scheduler(
     assert pending["message"] == "schedulerName 'someone-else' is none of the profiles (batch-scheduler)"
 
 
+AVOID_NODE_A = """
+from typing import Any, ClassVar
+
+from scheduler.framework import Status
+
+
+class AvoidNodeA:
+    name: ClassVar[str] = "AvoidNodeA"
+
+    def __init__(self, args: Any, handle: Any) -> None:
+        pass
+
+    def filter(self, state: Any, pod: Any, node_info: Any) -> Status | None:
+        return Status.unschedulable("avoided") if node_info.node.name == "n-a" else None
+"""
+
+
+def test_a_plugin_given_with_plugin_decides_as_in_pyscheduler_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    snapshot = tmp_path / "cluster.json"
+    objects = {"nodes": [node("n-a", "8"), node("n-b", "1")]}  # n-a wins the scores without it
+    snapshot.write_text(json.dumps({"kind": "ClusterSnapshot", "formatVersion": 1, "objects": objects}))
+    (tmp_path / "avoid.py").write_text(AVOID_NODE_A)
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "profiles:\n- schedulerName: pyscheduler\n"
+        "  plugins: {multiPoint: {enabled: [{name: AvoidNodeA}]}}\n"
+    )
+    manifests = tmp_path / "add.yaml"
+    manifests.write_text(yaml.safe_dump(pod("web", "500m")))
+    common = ["simulate", "--snapshot", str(snapshot), "--add", str(manifests), "-o", "json"]
+
+    code, out, err = run_cli(capsys, *common)
+    assert code == 0, err
+    assert [p["node"] for p in json.loads(out)["placements"]] == ["n-a"]
+    code, out, err = run_cli(
+        capsys, *common, "--config", str(config), "--plugin", f"{tmp_path / 'avoid.py'}:AvoidNodeA"
+    )
+    assert code == 0, err
+    assert [p["node"] for p in json.loads(out)["placements"]] == ["n-b"]
+
+
 def local_volume(name: str, host: str) -> dict[str, Any]:
     term = {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [host]}]}
     return {
