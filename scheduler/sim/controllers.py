@@ -7,9 +7,7 @@ change creates a new ReplicaSet and scales the old ones to zero (Recreate-like; 
 
 from __future__ import annotations
 
-import asyncio
 import functools
-import logging
 import math
 import time
 from calendar import timegm
@@ -17,13 +15,12 @@ from typing import Any
 
 import orjson
 
-from scheduler.sim.api import Api, now
-from scheduler.sim.errors import ApiError
+from scheduler.sim.api import now
+from scheduler.sim.reconciling import Reconciler
 from scheduler.sim.resources import BY_STORE_NAME
 from scheduler.sim.selectors import labels_match, selector_requirements
 from scheduler.sim.store import Event
 
-log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 PODS, RS, DEPLOY = BY_STORE_NAME["pods"], BY_STORE_NAME["replicasets"], BY_STORE_NAME["deployments"]
 _SAFE = "bcdfghjklmnpqrstvwxz2456789"
@@ -162,17 +159,7 @@ def deletion_order(pods: list[Obj], related: list[Obj], clock: float) -> list[Ob
     return sorted(pods, key=functools.cmp_to_key(compare))
 
 
-class WorkloadControllers:
-    def __init__(self, api: Api) -> None:
-        self.api = api
-        self._dirty: set[tuple[str, str, str]] = set()
-        self._scheduled = False
-        api.store.listeners.append(self._on_event)
-
-    def close(self) -> None:
-        if self._on_event in self.api.store.listeners:
-            self.api.store.listeners.remove(self._on_event)
-
+class WorkloadControllers(Reconciler):
     # ---- event intake ------------------------------------------------------------------
 
     def _on_event(self, resource: str, event: Event) -> None:
@@ -190,23 +177,11 @@ class WorkloadControllers:
             if owner:
                 self._mark("replicasets", ns, owner["name"])
 
-    def _mark(self, resource: str, ns: str, name: str) -> None:
-        self._dirty.add((resource, ns, name))
-        if not self._scheduled:
-            self._scheduled = True
-            asyncio.get_running_loop().call_soon(self._run)
-
-    def _run(self) -> None:
-        self._scheduled = False
-        dirty, self._dirty = self._dirty, set()
-        for resource, ns, name in sorted(dirty):
-            try:
-                if resource == "deployments":
-                    self._reconcile_deployment(ns, name)
-                else:
-                    self._reconcile_replicaset(ns, name)
-            except ApiError as err:
-                log.warning("reconcile %s %s/%s: %s", resource, ns, name, err.message)
+    def _reconcile(self, resource: str, namespace: str, name: str) -> None:
+        if resource == "deployments":
+            self._reconcile_deployment(namespace, name)
+        else:
+            self._reconcile_replicaset(namespace, name)
 
     # ---- ReplicaSet --------------------------------------------------------------------
 

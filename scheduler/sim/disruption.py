@@ -10,20 +10,17 @@ Reconciles are coalesced per loop turn like the workload controllers'.
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import math
 import time
 from calendar import timegm
 from typing import Any
 
-from scheduler.sim.api import Api, now
-from scheduler.sim.errors import ApiError
+from scheduler.sim.api import now
+from scheduler.sim.reconciling import Reconciler
 from scheduler.sim.resources import BY_STORE_NAME
 from scheduler.sim.selectors import labels_match, selector_requirements
 from scheduler.sim.store import Event
 
-log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 PDBS = BY_STORE_NAME["poddisruptionbudgets"]
 DISRUPTED_TIMEOUT = 120  # seconds an eviction waits in disruptedPods for its pod to go (upstream)
@@ -42,39 +39,14 @@ def _scaled(value: int | str, total: int) -> int:
     return math.ceil(int(value.rstrip("%")) * total / 100)
 
 
-class DisruptionController:
-    def __init__(self, api: Api) -> None:
-        self.api = api
-        self._dirty: set[tuple[str, str]] = set()
-        self._scheduled = False
-        api.store.listeners.append(self._on_event)
-
-    def close(self) -> None:
-        if self._on_event in self.api.store.listeners:
-            self.api.store.listeners.remove(self._on_event)
-
+class DisruptionController(Reconciler):
     def _on_event(self, resource: str, event: Event) -> None:
         meta = event.obj["metadata"]
         if resource == "poddisruptionbudgets" and event.type != "DELETED":
-            self._mark(meta["namespace"], meta["name"])
+            self._mark(resource, meta["namespace"], meta["name"])
         elif resource == "pods":
             for entry in self.api.store.entries("poddisruptionbudgets", meta["namespace"]):
-                self._mark(meta["namespace"], entry.obj["metadata"]["name"])
-
-    def _mark(self, namespace: str, name: str) -> None:
-        self._dirty.add((namespace, name))
-        if not self._scheduled:
-            self._scheduled = True
-            asyncio.get_running_loop().call_soon(self._run)
-
-    def _run(self) -> None:
-        self._scheduled = False
-        dirty, self._dirty = self._dirty, set()
-        for namespace, name in sorted(dirty):
-            try:
-                self._reconcile(namespace, name)
-            except ApiError as err:
-                log.warning("reconcile poddisruptionbudget %s/%s: %s", namespace, name, err.message)
+                self._mark("poddisruptionbudgets", meta["namespace"], entry.obj["metadata"]["name"])
 
     def _expected(self, pods: list[Obj]) -> int:
         """The pods the budget's workloads want: each controller's replicas, counted once."""
@@ -109,7 +81,7 @@ class DisruptionController:
                 return deployment.obj
         return entry.obj
 
-    def _reconcile(self, namespace: str, name: str) -> None:
+    def _reconcile(self, resource: str, namespace: str, name: str) -> None:
         entry = self.api.store.entry("poddisruptionbudgets", namespace, name)
         if entry is None:
             return

@@ -9,16 +9,13 @@ a test marks them Succeeded (as a real workload would by exiting).
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from typing import Any
 
-from scheduler.sim.api import Api, now
-from scheduler.sim.errors import ApiError
+from scheduler.sim.api import now
+from scheduler.sim.reconciling import Reconciler
 from scheduler.sim.resources import BY_STORE_NAME
 from scheduler.sim.store import Event
 
-log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 PODS, JOBS = BY_STORE_NAME["pods"], BY_STORE_NAME["jobs"]
 
@@ -30,21 +27,11 @@ def _controller_uid(obj: Obj, kind: str) -> str | None:
     return None
 
 
-class JobController:
-    def __init__(self, api: Api) -> None:
-        self.api = api
-        self._dirty: set[tuple[str, str]] = set()
-        self._scheduled = False
-        api.store.listeners.append(self._on_event)
-
-    def close(self) -> None:
-        if self._on_event in self.api.store.listeners:
-            self.api.store.listeners.remove(self._on_event)
-
+class JobController(Reconciler):
     def _on_event(self, resource: str, event: Event) -> None:
         meta = event.obj["metadata"]
         if resource == "jobs" and event.type != "DELETED":
-            self._mark(meta["namespace"], meta["name"])
+            self._mark(resource, meta["namespace"], meta["name"])
         elif resource == "pods":
             ref = next(
                 (
@@ -55,24 +42,9 @@ class JobController:
                 None,
             )
             if ref is not None:
-                self._mark(meta["namespace"], ref["name"])
+                self._mark("jobs", meta["namespace"], ref["name"])
 
-    def _mark(self, namespace: str, name: str) -> None:
-        self._dirty.add((namespace, name))
-        if not self._scheduled:
-            self._scheduled = True
-            asyncio.get_running_loop().call_soon(self._run)
-
-    def _run(self) -> None:
-        self._scheduled = False
-        dirty, self._dirty = self._dirty, set()
-        for namespace, name in sorted(dirty):
-            try:
-                self._reconcile(namespace, name)
-            except ApiError as err:
-                log.warning("reconcile job %s/%s: %s", namespace, name, err.message)
-
-    def _reconcile(self, namespace: str, name: str) -> None:
+    def _reconcile(self, resource: str, namespace: str, name: str) -> None:
         entry = self.api.store.entry("jobs", namespace, name)
         if entry is None or entry.obj["metadata"].get("deletionTimestamp"):
             return
