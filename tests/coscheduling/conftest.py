@@ -3,8 +3,6 @@ with scheduler-plugins' documented profile, PodGroups and their pods."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import copy
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -17,7 +15,7 @@ from scheduler.app import SchedulerApp
 from scheduler.config.load import parse_config
 from scheduler.plugins.coscheduling import POD_GROUP_LABEL, CoschedulingArgs
 from scheduler.sim import SimCluster
-from tests.integration.conftest import eventually, local_serving, pod_manifest
+from tests.integration.conftest import RunningApps, eventually, local_serving, pod_manifest
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_FILE = ROOT / "helm" / "pyscheduler" / "crds" / "scheduling.x-k8s.io_podgroups.yaml"
@@ -95,32 +93,19 @@ Starter = Callable[..., Awaitable[SchedulerApp]]
 @pytest.fixture
 async def scheduler(tmp_path: Path) -> AsyncIterator[Starter]:
     """``await scheduler(sim, **args)`` starts the scheduler with Coscheduling's args."""
-    started: list[tuple[SchedulerApp, asyncio.Task[int]]] = []
+
+    running_apps = RunningApps()
 
     async def start(cluster: SimCluster, **args: Any) -> SchedulerApp:
         parsed = parse_config(config(**args), {"Coscheduling": CoschedulingArgs})
-        kubeconfig = cluster.write_kubeconfig(tmp_path / f"kubeconfig-{len(started)}")
+        kubeconfig = cluster.write_kubeconfig(tmp_path / f"kubeconfig-{len(running_apps.started)}")
         app = SchedulerApp(
             parsed,
             kubeconfig=str(kubeconfig),
             serving=local_serving(),
             watches=["scheduling.x-k8s.io/v1alpha1/podgroups"],
         )
-        task = asyncio.create_task(app.run())
-        started.append((app, task))
-        await eventually(
-            lambda: (
-                task.done()
-                or (app.server is not None and app.server.port and app._handler_sync_check() is None)
-            )
-        )
-        assert not task.done(), f"the scheduler stopped with exit code {task.result()}"
-        return app
+        return await running_apps.run(app)
 
     yield start
-
-    for app, _ in started:
-        app.shutting_down.set()
-    for _, task in started:
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.wait_for(task, 15)
+    await running_apps.stop()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -13,7 +11,7 @@ from scheduler.app import SchedulerApp
 from scheduler.config import default_config
 from scheduler.features import FeatureGates
 from scheduler.sim import SimCluster
-from tests.integration.conftest import eventually, local_serving, pod_manifest
+from tests.integration.conftest import RunningApps, local_serving, pod_manifest
 
 GANG_GATES = FeatureGates.parse("GenericWorkload=true,GangScheduling=true")
 TOPOLOGY_GATES = FeatureGates.parse(
@@ -96,32 +94,19 @@ async def new_cluster() -> AsyncIterator[NewCluster]:
 @pytest.fixture
 async def start_scheduler(new_cluster: NewCluster, tmp_path: Any) -> AsyncIterator[StartScheduler]:
     """Start the app in process against a SimCluster with ``features``; stopped at teardown."""
-    started: list[tuple[SchedulerApp, asyncio.Task[int]]] = []
+
+    running_apps = RunningApps()
 
     async def start(cluster: SimCluster, features: FeatureGates = GANG_GATES, **kw: Any) -> SchedulerApp:
         config = default_config(features=features)
         config.leader_election.leader_elect = False
         config.pod_initial_backoff_seconds = 0.2
         config.pod_max_backoff_seconds = 1.0
-        kubeconfig = cluster.write_kubeconfig(tmp_path / f"kubeconfig-{len(started)}")
+        kubeconfig = cluster.write_kubeconfig(tmp_path / f"kubeconfig-{len(running_apps.started)}")
         app = SchedulerApp(
             config, kubeconfig=str(kubeconfig), serving=local_serving(), features=features, **kw
         )
-        task = asyncio.create_task(app.run())
-        started.append((app, task))
-        await eventually(
-            lambda: (
-                task.done()
-                or (app.server is not None and app.server.port and app._handler_sync_check() is None)
-            )
-        )
-        assert not task.done(), f"the scheduler exited with {task.result()}"
-        return app
+        return await running_apps.run(app)
 
     yield start
-
-    for app, _ in started:
-        app.shutting_down.set()
-    for _, task in started:
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.wait_for(task, 15)
+    await running_apps.stop()

@@ -82,29 +82,47 @@ async def sim() -> AsyncIterator[SimCluster]:
         yield cluster
 
 
+class RunningApps:
+    """Scheduler apps run in the test's event loop: ``run`` starts one and returns once it serves
+    and its informers' initial lists are handled; ``stop`` shuts every one down."""
+
+    def __init__(self) -> None:
+        self.started: list[tuple[SchedulerApp, asyncio.Task[int]]] = []
+
+    async def run(self, app: SchedulerApp) -> SchedulerApp:
+        task = asyncio.create_task(app.run())
+        self.started.append((app, task))
+        await eventually(
+            lambda: (
+                task.done()
+                or (app.server is not None and app.server.port and app._handler_sync_check() is None)
+            )
+        )
+        assert not task.done(), f"the scheduler exited with {task.result()}"
+        return app
+
+    async def stop(self) -> None:
+        for app, _ in self.started:
+            app.shutting_down.set()
+        for _, task in self.started:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait_for(task, 15)
+
+
 @pytest.fixture
 async def start_scheduler(tmp_path):
     """Start the scheduler app in-process against a SimCluster; stopped at teardown."""
-    started: list[tuple[SchedulerApp, asyncio.Task[int]]] = []
+
+    running_apps = RunningApps()
 
     async def start(cluster: SimCluster, **overrides: Any) -> SchedulerApp:
         config = default_config()
         config.leader_election.leader_elect = False
         config.pod_initial_backoff_seconds = overrides.pop("initial_backoff", 0.2)
         config.pod_max_backoff_seconds = overrides.pop("max_backoff", 1.0)
-        kubeconfig = cluster.write_kubeconfig(tmp_path / f"kubeconfig-{len(started)}")
+        kubeconfig = cluster.write_kubeconfig(tmp_path / f"kubeconfig-{len(running_apps.started)}")
         app = SchedulerApp(config, kubeconfig=str(kubeconfig), serving=local_serving(), **overrides)
-        task = asyncio.create_task(app.run())
-        started.append((app, task))
-        await eventually(
-            lambda: app.server is not None and app.server.port and app._handler_sync_check() is None
-        )
-        return app
+        return await running_apps.run(app)
 
     yield start
-
-    for app, _ in started:
-        app.shutting_down.set()
-    for _, task in started:
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.wait_for(task, 15)
+    await running_apps.stop()
