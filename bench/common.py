@@ -193,3 +193,17 @@ class Harness:
             p99_ms=cycle_times[int(len(cycle_times) * 0.99)] * 1000 if cycle_times else 0.0,
             bound=self.cache.assumed_count() - assumed_before,
         )
+
+
+async def until(condition: Callable[[], Any], timeout: float, what: str, interval: float = 0.1) -> None:
+    """Poll ``condition`` every ``interval`` seconds; TimeoutError naming ``what`` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what}: not within {timeout:.0f}s")
+        await asyncio.sleep(interval)
+
+
+def bound_on_endpoint(sim: Any, name: str, namespace: str = "default") -> bool:
+    """Has the local endpoint's pod ``namespace/name`` a node?"""
+    return bool(((sim.store.get("pods", namespace, name) or {}).get("spec") or {}).get("nodeName"))

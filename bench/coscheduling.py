@@ -19,12 +19,12 @@ import copy
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from bench.common import bound_on_endpoint, until
 from scheduler.app import SchedulerApp
 from scheduler.config import parse_config
 from scheduler.plugins.coscheduling import POD_GROUP_LABEL, PODGROUPS, CoschedulingArgs
@@ -57,14 +57,22 @@ async def run(nodes: int, gangs: int, size: int) -> tuple[float, list[float]]:
     with tempfile.TemporaryDirectory() as workdir:
         async with SimCluster(nodes=nodes, kubelet=False, controllers=False) as sim:
             await sim.create("customresourcedefinitions", copy.deepcopy(CRD))
-            await _until(lambda: "podgroups.scheduling.x-k8s.io" in sim.api.kinds.by_store_name)
+            await until(
+                lambda: "podgroups.scheduling.x-k8s.io" in sim.api.kinds.by_store_name,
+                300,
+                "the PodGroup CRD served",
+            )
             config = parse_config(CONFIG, {"Coscheduling": CoschedulingArgs})
             kubeconfig = sim.write_kubeconfig(Path(workdir) / "kubeconfig")
             serving = ServingOptions(bind_address="127.0.0.1", port=0, plain_http=True)
             app = SchedulerApp(config, kubeconfig=str(kubeconfig), serving=serving, watches=[PODGROUPS])
             task = asyncio.create_task(app.run())
             try:
-                await _until(lambda: app.scheduler is not None and app._handler_sync_check() is None)
+                await until(
+                    lambda: app.scheduler is not None and app._handler_sync_check() is None,
+                    300,
+                    "the scheduler ready",
+                )
                 return await _gangs(sim, gangs, size)
             finally:
                 app.shutting_down.set()
@@ -87,7 +95,12 @@ async def _gangs(sim: SimCluster, gangs: int, size: int) -> tuple[float, list[fl
         for pod_name in names:
             await sim.create("pods", _member(pod_name, name))
         arrived = time.perf_counter()
-        await _until(lambda names=names: all(_bound(sim, n) for n in names), interval=0.005)
+        await until(
+            lambda names=names: all(bound_on_endpoint(sim, n) for n in names),
+            300,
+            "the gangs bound",
+            interval=0.005,
+        )
         latencies.append(time.perf_counter() - arrived)
     return gangs * size / sum(latencies), latencies
 
@@ -101,18 +114,6 @@ def _member(name: str, gang: str) -> dict[str, Any]:
             "containers": [{"name": "c", "image": "nginx", "resources": resources}],
         },
     }
-
-
-def _bound(sim: SimCluster, name: str) -> bool:
-    return bool(((sim.store.get("pods", "default", name) or {}).get("spec") or {}).get("nodeName"))
-
-
-async def _until(done: Callable[[], bool], timeout: float = 300.0, interval: float = 0.05) -> None:
-    deadline = time.monotonic() + timeout
-    while not done():
-        if time.monotonic() > deadline:
-            raise TimeoutError("the gangs were not bound in time")
-        await asyncio.sleep(interval)
 
 
 async def main(args: argparse.Namespace) -> None:

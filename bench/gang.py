@@ -22,11 +22,11 @@ import contextlib
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from bench.common import Harness, make_node, make_pod
+from bench.common import Harness, bound_on_endpoint, make_node, make_pod, until
 from scheduler.api import Pod
 from scheduler.app import SchedulerApp
 from scheduler.config import SchedulerConfiguration, default_config, parse_config
@@ -145,7 +145,11 @@ async def run_on_endpoint(nodes: int, gangs: int, size: int) -> tuple[float, lis
             app = SchedulerApp(config, kubeconfig=str(kubeconfig), serving=serving, features=GATES)
             task = asyncio.create_task(app.run())
             try:
-                await _until(lambda: app.scheduler is not None and app._handler_sync_check() is None)
+                await until(
+                    lambda: app.scheduler is not None and app._handler_sync_check() is None,
+                    120,
+                    "the scheduler ready",
+                )
                 return await _gangs_through(sim, gangs, size)
             finally:
                 app.shutting_down.set()
@@ -165,7 +169,12 @@ async def _gangs_through(sim: SimCluster, gangs: int, size: int) -> tuple[float,
         for pod_name in names:
             await sim.create("pods", _member_manifest(pod_name, name))
         arrived = time.perf_counter()
-        await _until(lambda names=names: all(_bound(sim, n) for n in names), interval=0.005)
+        await until(
+            lambda names=names: all(bound_on_endpoint(sim, n) for n in names),
+            120,
+            "the gangs bound",
+            interval=0.005,
+        )
         latencies.append(time.perf_counter() - arrived)
         arrival_times.append(arrived - first)
     return gangs * size / sum(latencies), latencies, arrival_times
@@ -181,18 +190,6 @@ def _member_manifest(name: str, gang: str) -> dict[str, Any]:
             "containers": [{"name": "c", "image": "nginx", "resources": resources}],
         },
     }
-
-
-def _bound(sim: SimCluster, name: str) -> bool:
-    return bool(((sim.store.get("pods", "default", name) or {}).get("spec") or {}).get("nodeName"))
-
-
-async def _until(done: Callable[[], bool], timeout: float = 120.0, interval: float = 0.05) -> None:
-    deadline = time.monotonic() + timeout
-    while not done():
-        if time.monotonic() > deadline:
-            raise TimeoutError("the gangs were not bound in time")
-        await asyncio.sleep(interval)
 
 
 async def main(args: argparse.Namespace) -> None:

@@ -23,11 +23,11 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.common import until
 from scheduler.sim import SimCluster
 from scheduler.sim.proxy import FaultProxy
 
@@ -255,14 +255,6 @@ async def create_pods(sim: SimCluster, start: int, stop: int) -> None:
         await sim.create("pods", pod_manifest(f"soak-{i:04d}"))
         if i % 10 == 9:
             await asyncio.sleep(0.1)  # arrivals over time (100/s), not one burst
-
-
-async def until(condition: Callable[[], Any], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{what}: not within {timeout:.0f}s")
-        await asyncio.sleep(0.1)
 
 
 async def soak(nodes: int, pods: int, cut_every: float = 3.0, deadline: float = 180.0) -> Outcome:
