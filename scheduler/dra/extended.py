@@ -34,6 +34,25 @@ def is_dra_extended_resource_name(name: str) -> bool:
     return name.startswith(DEVICE_CLASS_PREFIX) or is_extended_resource_name(name)
 
 
+class ClassMaps:
+    """``class_map`` of a DeviceClass lister, rebuilt only when its objects changed (the
+    informer replaces an object on every change, so identical objects mean an identical map):
+    NodeResourcesFit asks for it several times per cycle for a pod with extended resources."""
+
+    __slots__ = ("_classes", "_map")
+
+    def __init__(self) -> None:
+        self._classes: list[Mapping[str, Any]] = []
+        self._map: dict[str, Mapping[str, Any]] = {}
+
+    def of(self, classes: list[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+        if len(classes) != len(self._classes) or any(
+            a is not b for a, b in zip(classes, self._classes, strict=True)
+        ):
+            self._classes, self._map = classes, class_map(classes)
+        return self._map
+
+
 def class_map(classes: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
     """Resource name -> the DeviceClass serving it. Several classes naming the same extended
     resource: the one created last wins, equal timestamps the smallest name (as upstream's

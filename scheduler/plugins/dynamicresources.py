@@ -154,6 +154,7 @@ class DynamicResources:
         self._filter_timeout = (args or DynamicResourcesArgs()).filter_timeout
         self._tracker: ClaimTracker | None = None
         self._slices = SliceParser()
+        self._class_maps = extended.ClassMaps()
         self._selectors = SelectorCache()
         self._reported_slices: set[str] = set()
         self._background: set[asyncio.Task[None]] = set()
@@ -322,7 +323,7 @@ class DynamicResources:
         """The pod's special claim when a DeviceClass serves one of its requests: the one an
         earlier cycle created, else a new one in memory."""
         try:
-            classes = extended.class_map(self._handle.lister(CLASSES).list())
+            classes = self._class_maps.of(self._handle.lister(CLASSES).list())
         except KeyError:  # a handle without the DRA kinds: no resource is served by devices
             return None
         if not extended.dra_backed(pod.requests.scalar, classes):

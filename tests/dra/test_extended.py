@@ -13,6 +13,7 @@ from scheduler.dra.extended import (
     CLAIM_ANNOTATION,
     DEVICE_CLASS_PREFIX,
     IN_MEMORY_NAME,
+    ClassMaps,
     class_map,
     in_memory_claim,
     is_dra_extended_resource_name,
@@ -238,3 +239,15 @@ def test_the_tracker_finds_a_pods_special_claim_as_claims_come_and_go() -> None:
     claims.delete("default/p-er-1")
     tracker.allocated_devices()
     assert tracker.special_claim("uid-p") is None
+
+
+def test_class_maps_are_rebuilt_only_when_a_class_object_changes():
+    gpu = {"metadata": {"name": "gpu"}, "spec": {"extendedResourceName": "example.com/gpu"}}
+    maps = ClassMaps()
+    first = maps.of([gpu])
+    assert first["example.com/gpu"] is gpu
+    assert maps.of([gpu]) is first  # the informer's same objects: the same map
+    renamed = {"metadata": {"name": "gpu"}, "spec": {"extendedResourceName": "example.com/accel"}}
+    changed = maps.of([renamed])  # an update replaces the object
+    assert "example.com/gpu" not in changed and changed["example.com/accel"] is renamed
+    assert maps.of([]) == {}

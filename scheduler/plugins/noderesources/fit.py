@@ -20,7 +20,7 @@ from scheduler.config.args import (
     REQUESTED_TO_CAPACITY_RATIO,
     NodeResourcesFitArgs,
 )
-from scheduler.dra.extended import DEVICE_CLASS_PREFIX, class_map, dra_backed
+from scheduler.dra.extended import DEVICE_CLASS_PREFIX, ClassMaps, dra_backed
 from scheduler.framework import (
     ActionType,
     ClusterEvent,
@@ -175,7 +175,7 @@ def _build_scorer(args: NodeResourcesFitArgs) -> tuple[tuple[str, ...], Scorer]:
 class Fit:
     name: ClassVar[str] = names.NODE_RESOURCES_FIT
 
-    __slots__ = ("_handle", "_ignored", "_ignored_groups", "_memo", "_resources", "_scorer")
+    __slots__ = ("_class_maps", "_handle", "_ignored", "_ignored_groups", "_memo", "_resources", "_scorer")
 
     def __init__(self, args: NodeResourcesFitArgs | None = None, handle: Handle | None = None) -> None:
         args = args or NodeResourcesFitArgs()
@@ -184,6 +184,7 @@ class Fit:
         self._handle = handle
         self._resources, self._scorer = _build_scorer(args)
         self._memo = NodeMemo(np.int64)
+        self._class_maps = ClassMaps()
 
     def sign_pod(self, pod: Pod) -> tuple[Sequence[SignFragment], Status | None]:
         """Filtering and scoring depend on the pod's requests only, unless DRA would serve one
@@ -197,7 +198,7 @@ class Fit:
         if not requests.scalar or self._handle is None:
             return frozenset()
         try:
-            classes = class_map(self._handle.lister(CLASSES).list())
+            classes = self._class_maps.of(self._handle.lister(CLASSES).list())
         except KeyError:  # a handle without the DRA kinds: nothing is served by devices
             return frozenset()
         return frozenset(dra_backed(requests.scalar, classes))
