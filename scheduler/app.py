@@ -108,6 +108,25 @@ PLUGIN_RESOURCES: dict[str, tuple[str, str]] = {
 }
 
 
+def add_plugin_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--plugin`` and ``--feature-gates``, as every command that builds the scheduler takes them
+    (run, explain, simulate)."""
+    parser.add_argument(
+        "--plugin",
+        dest="plugins",
+        action="append",
+        default=[],
+        metavar="MODULE:CLASS",
+        help="add a plugin from a module or a file (path/to/file.py:Class); repeatable",
+    )
+    parser.add_argument(
+        "--feature-gates",
+        default="",
+        metavar="Gate=true|false,...",
+        help="feature gates, as kube-scheduler's flag (`pyscheduler feature-gates` lists them)",
+    )
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="KubeSchedulerConfiguration file (default: built-in defaults)")
     parser.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, then in-cluster)")
@@ -118,14 +137,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="true|false",
         help="hold a Lease so only one replica schedules (overrides the config file)",
     )
-    parser.add_argument(
-        "--plugin",
-        dest="plugins",
-        action="append",
-        default=[],
-        metavar="MODULE:CLASS",
-        help="add a plugin from a module or a file (path/to/file.py:Class); repeatable",
-    )
+    add_plugin_arguments(parser)
     parser.add_argument(
         "--allow-default-scheduler-name",
         action="store_true",
@@ -139,12 +151,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also decide, never acting, where the first profile would put the pods of this other "
         "scheduler, and compare with where it binds them (/debug/shadow); default-scheduler is "
         "allowed, since shadow mode never binds",
-    )
-    parser.add_argument(
-        "--feature-gates",
-        default="",
-        metavar="Gate=true|false,...",
-        help="feature gates, as kube-scheduler's flag (`pyscheduler feature-gates` lists them)",
     )
     parser.add_argument("-v", "--v", dest="verbosity", type=int, default=2, help="log verbosity (0-10)")
     parser.add_argument(

@@ -16,7 +16,7 @@ import sys
 import orjson
 
 from scheduler import logs
-from scheduler.app import MissingResource, SchedulerApp, check_profiles, watched_kinds
+from scheduler.app import MissingResource, SchedulerApp, add_plugin_arguments, check_profiles, watched_kinds
 from scheduler.client.config import ClientConfigError, load_client_config
 from scheduler.config import ConfigError, default_config, load_config
 from scheduler.explain.evaluate import explain_pod
@@ -46,17 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, then in-cluster)")
     parser.add_argument("--config", help="KubeSchedulerConfiguration file (default: upstream's defaults)")
     parser.add_argument("--profile", default="", help="evaluate with this profile (any pod, any scheduler)")
-    parser.add_argument(
-        "--plugin",
-        dest="plugins",
-        action="append",
-        default=[],
-        metavar="MODULE:CLASS",
-        help="add a plugin from a module or a file, as `pyscheduler run --plugin`; repeatable",
-    )
-    parser.add_argument(
-        "--feature-gates", default="", metavar="Gate=true|false,...", help="as `pyscheduler run`"
-    )
+    add_plugin_arguments(parser)
     remote = parser.add_argument_group("asking a running scheduler (--server)")
     remote.add_argument(
         "--server", default="", metavar="URL", help="the scheduler's serving URL (https://host:10251)"

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from scheduler.app import check_profiles, watched_kinds
+from scheduler.app import add_plugin_arguments, check_profiles, watched_kinds
 from scheduler.client.config import ClientConfigError
 from scheduler.client.kubeconfig import KubeconfigError
 from scheduler.client.rest import ApiError
@@ -49,17 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--kubeconfig", help="with --from-cluster: kubeconfig file (default: $KUBECONFIG, then in-cluster)"
     )
     parser.add_argument("--config", help="KubeSchedulerConfiguration file (default: built-in defaults)")
-    parser.add_argument(
-        "--plugin",
-        dest="plugins",
-        action="append",
-        default=[],
-        metavar="MODULE:CLASS",
-        help="add a plugin from a module or a file, as `pyscheduler run --plugin`; repeatable",
-    )
-    parser.add_argument(
-        "--feature-gates", default="", metavar="Gate=true|false,...", help="as `pyscheduler run`"
-    )
+    add_plugin_arguments(parser)
     parser.add_argument(
         "--add",
         action="append",
