@@ -23,10 +23,10 @@ tools:
 test: install tools
 	$(BIN)/pytest -q
 
-## ruff over all the code; mypy over scheduler/ (what it checks: [tool.mypy] in pyproject.toml)
+## ruff over all the code; mypy over scheduler/ and simcluster/ (what it checks: [tool.mypy] in pyproject.toml)
 lint: install
-	$(BIN)/ruff check scheduler tests bench e2e examples
-	$(BIN)/ruff format --check scheduler tests bench e2e examples
+	$(BIN)/ruff check scheduler simcluster tests bench e2e examples
+	$(BIN)/ruff format --check scheduler simcluster tests bench e2e examples
 	$(BIN)/mypy
 
 ## The main job: a local API endpoint with simulated nodes, the scheduler, a sample Deployment.

@@ -29,7 +29,7 @@ from scheduler.app import SchedulerApp
 from scheduler.config import parse_config
 from scheduler.plugins.coscheduling import POD_GROUP_LABEL, PODGROUPS, CoschedulingArgs
 from scheduler.serving.options import ServingOptions
-from scheduler.sim import SimCluster
+from simcluster import SimCluster
 
 CRD = yaml.safe_load(
     (

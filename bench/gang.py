@@ -34,7 +34,7 @@ from scheduler.features import FeatureGates
 from scheduler.framework import ApiResponse
 from scheduler.plugins.gangscheduling import PODGROUPS
 from scheduler.serving.options import ServingOptions
-from scheduler.sim import SimCluster
+from simcluster import SimCluster
 
 GATES = FeatureGates.parse("GenericWorkload=true,GangScheduling=true")
 NO_DEFAULT_SPREAD = {

@@ -36,7 +36,7 @@ from scheduler import logs
 from scheduler.app import SchedulerApp
 from scheduler.config import parse_config
 from scheduler.serving.options import ServingOptions
-from scheduler.sim import SimCluster
+from simcluster import SimCluster
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "parity" / "corpus.json"
 NAMESPACE = "parity"

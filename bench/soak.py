@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import until
-from scheduler.sim import SimCluster
-from scheduler.sim.proxy import FaultProxy
+from simcluster import SimCluster
+from simcluster.proxy import FaultProxy
 
 NODE_CPU = 8
 NAMESPACE = "default"

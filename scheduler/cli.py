@@ -18,7 +18,7 @@ from scheduler import __version__
 # subcommand -> (module, help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "run": ("scheduler.app", "run the scheduler against a cluster"),
-    "sim-cluster": ("scheduler.sim.cli", "serve a local Kubernetes API endpoint with simulated nodes"),
+    "sim-cluster": ("simcluster.cli", "serve a local Kubernetes API endpoint with simulated nodes"),
     "demo": ("scheduler.demo", "run the scheduler against a local simulated cluster and show placements"),
     "plugins": ("scheduler.plugins.listing", "list the plugins this installation can use, with their args"),
     "feature-gates": ("scheduler.features", "list the feature gates and their defaults"),

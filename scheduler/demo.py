@@ -159,7 +159,7 @@ def main(args: argparse.Namespace) -> int:
 async def run_demo(replicas: int, timeout: float) -> int:
     from scheduler.app import SchedulerApp
     from scheduler.serving.options import ServingOptions
-    from scheduler.sim import SimCluster
+    from simcluster import SimCluster
 
     async with SimCluster(node_template=NODE_TEMPLATE, kubelet=True) as sim:
         with tempfile.TemporaryDirectory() as tmp:

@@ -486,7 +486,7 @@ async def _wait_for(predicate, timeout: float = 10.0) -> bool:
 
 
 async def test_two_replicas_elect_hand_over_and_step_down_against_the_sim_cluster():
-    sim_module = pytest.importorskip("scheduler.sim")
+    sim_module = pytest.importorskip("simcluster")
     rest = pytest.importorskip("scheduler.client.rest")
     from scheduler.client import ClientConfig
 

@@ -36,11 +36,11 @@ from scheduler.explain import explain_pod
 from scheduler.features import DEFAULT_FEATURES, FeatureGates
 from scheduler.framework import PluginFactory
 from scheduler.serving.options import ServingOptions
-from scheduler.sim import SimCluster
-from scheduler.sim.errors import ApiError
-from scheduler.sim.resources import BY_STORE_NAME
-from scheduler.sim.store import Event
 from scheduler.simulate.workloads import ManifestError, Workload, suffix
+from simcluster import SimCluster
+from simcluster.errors import ApiError
+from simcluster.resources import BY_STORE_NAME
+from simcluster.store import Event
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from scheduler.sim.controllers import template_hash
+from simcluster.controllers import template_hash
 
 Obj = dict[str, Any]
 SUPPORTED = ("Pod", "Deployment", "ReplicaSet", "StatefulSet", "Job")

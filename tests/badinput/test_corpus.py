@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.sim import SimCluster
+from simcluster import SimCluster
 from tests.badinput.corpus import (
     ACCEPTED,
     NAMESPACE,

@@ -16,7 +16,7 @@ from scheduler.client import KubeClient, load_client_config
 
 @pytest.fixture
 async def sim() -> AsyncIterator[Any]:
-    sim_module = pytest.importorskip("scheduler.sim")
+    sim_module = pytest.importorskip("simcluster")
     cluster = sim_module.SimCluster(nodes=2, kubelet=False, controllers=False, bookmark_interval=0.1)
     async with cluster:
         yield cluster

@@ -1,5 +1,5 @@
 """The scheduler starts without importing kubernetes_asyncio (~0.5 s of CPU for its generated
-API and models); only the local endpoint (scheduler.sim) and the tests use it."""
+API and models); only the local endpoint (simcluster) and the tests use it."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PROBE = """
 import json, sys
 import scheduler.app, scheduler.cli
-unwanted = ("kubernetes_asyncio", "kubernetes", "scheduler.sim")
+unwanted = ("kubernetes_asyncio", "kubernetes", "simcluster")
 print(json.dumps(sorted(name for name in sys.modules if name.startswith(unwanted))))
 """
 

@@ -433,7 +433,7 @@ async def test_a_watch_cut_by_the_network_resumes_at_once_without_a_relist(
     sim: Any, pod: Any, start: Any, tmp_path: Any
 ) -> None:
     from scheduler.client import load_client_config
-    from scheduler.sim.proxy import FaultProxy
+    from simcluster.proxy import FaultProxy
 
     async with FaultProxy(sim.host, sim.port) as proxy:
         kubeconfig = sim.write_kubeconfig(tmp_path / "via-proxy")

@@ -47,7 +47,7 @@ async def test_a_scheduler_cut_off_from_its_api_server_logs_a_line_per_round(tmp
     from scheduler.app import SchedulerApp
     from scheduler.config import default_config
     from scheduler.serving.options import ServingOptions
-    from scheduler.sim import SimCluster
+    from simcluster import SimCluster
 
     async with SimCluster(nodes=3, kubelet=False) as sim:
         config = default_config()

@@ -180,8 +180,8 @@ async def test_an_unreachable_server_raises_a_transport_error(client_for: Any) -
 
 async def test_a_request_whose_connection_is_cut_under_it_is_sent_again_on_a_new_one(tmp_path) -> None:
     from scheduler.client import load_client_config
-    from scheduler.sim import SimCluster
-    from scheduler.sim.proxy import FaultProxy
+    from simcluster import SimCluster
+    from simcluster.proxy import FaultProxy
 
     async with (
         SimCluster(nodes=1, kubelet=False, controllers=False) as sim,

@@ -14,7 +14,7 @@ import yaml
 from scheduler.app import SchedulerApp
 from scheduler.config.load import parse_config
 from scheduler.plugins.coscheduling import POD_GROUP_LABEL, CoschedulingArgs
-from scheduler.sim import SimCluster
+from simcluster import SimCluster
 from tests.integration.conftest import RunningApps, eventually, local_serving, pod_manifest
 
 ROOT = Path(__file__).resolve().parents[2]

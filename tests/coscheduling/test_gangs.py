@@ -8,7 +8,7 @@ from scheduler.app import SchedulerApp
 from scheduler.config.load import parse_config
 from scheduler.plugins.coscheduling import PODGROUPS as PODGROUPS_KIND
 from scheduler.plugins.coscheduling import CoschedulingArgs
-from scheduler.sim import SimCluster
+from simcluster import SimCluster
 from tests.coscheduling.conftest import PODGROUPS, bound, config, failed_scheduling, member, node_of, podgroup
 from tests.integration.conftest import eventually, local_serving, pod_manifest
 

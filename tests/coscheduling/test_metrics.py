@@ -4,7 +4,7 @@ cycle reports them) and pyscheduler_pending_podgroups."""
 from __future__ import annotations
 
 from scheduler.app import SchedulerApp
-from scheduler.sim import SimCluster
+from simcluster import SimCluster
 from tests.coscheduling.conftest import PODGROUPS, bound, member, podgroup
 from tests.integration.conftest import eventually
 

@@ -21,10 +21,10 @@ from scheduler.client.config import load_client_config
 from scheduler.client.rest import KubeClient
 from scheduler.podgroup_controller import operator
 from scheduler.podgroup_controller.reconciler import Reconciler
-from scheduler.sim import SimCluster
+from simcluster import SimCluster
 from tests.coscheduling.conftest import PODGROUPS, install_crd, member, podgroup
 from tests.integration.conftest import eventually
-from tests.sim.test_crds import Http
+from tests.simcluster.test_crds import Http
 
 GROUP = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups/train"
 OWNER = {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "u-1", "controller": True}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from scheduler.app import SchedulerApp
 from scheduler.plugins.coscheduling import PODGROUPS as PODGROUPS_KIND
-from scheduler.sim import SimCluster
+from simcluster import SimCluster
 from tests.coscheduling.conftest import Starter, bound, install_crd, member, node_of, podgroup
 from tests.integration.conftest import eventually, pod_manifest
 

@@ -13,8 +13,8 @@ from scheduler.config.load import parse_config
 from scheduler.plugins.coscheduling import CoschedulingArgs
 from scheduler.plugins.loading import declared_args, load_registry
 from scheduler.plugins.registry import in_tree_registry
-from scheduler.sim import SimCluster
-from scheduler.sim.errors import ApiError
+from simcluster import SimCluster
+from simcluster.errors import ApiError
 from tests.coscheduling.conftest import CRD, PODGROUPS, install_crd, podgroup
 from tests.deploy.shipping import (
     CHART,

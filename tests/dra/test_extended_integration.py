@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.sim import SimCluster
+from simcluster import SimCluster
 from tests.dra.test_integration import DRIVER, UNSATISFIABLE, fleet, pending_message
 from tests.integration.conftest import eventually, node_of, pod, pod_manifest
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.sim import SimCluster
+from simcluster import SimCluster
 from tests.integration.conftest import eventually, node_of, pod, pod_manifest, scheduled_condition
 
 DRIVER = "gpu.example.com"

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from scheduler.explain import cli
-from scheduler.sim import SimCluster
+from simcluster import SimCluster
 from tests.integration.conftest import pod_manifest, start_scheduler  # noqa: F401  (a fixture)
 
 # small-0000/1: 2 CPUs; gpu-0000: 8 CPUs, tainted dedicated=gpu:NoSchedule, labelled gpu=true;

@@ -8,7 +8,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from scheduler.sim.access import ADMIN_TOKEN
+from simcluster.access import ADMIN_TOKEN
 from tests.integration.conftest import eventually, pod_manifest, scheduled_condition
 
 from .conftest import kubeconfig, run_explain

@@ -14,7 +14,7 @@ from scheduler.explain import explain_pod
 from scheduler.framework import CycleState
 from scheduler.schedule_one import ScheduleResult, run_now
 from scheduler.serving.options import ServingOptions
-from scheduler.sim import SimCluster
+from simcluster import SimCluster
 from tests.integration.conftest import eventually, pod_manifest, scheduled_condition
 
 from .conftest import kubeconfig, run_explain

@@ -12,7 +12,7 @@ from typing import Any
 
 from scheduler.app import SchedulerApp
 from scheduler.config import parse_config
-from scheduler.sim import SimCluster
+from simcluster import SimCluster
 from tests.extender.server import ExtenderServer, make_pki
 from tests.integration.conftest import eventually, local_serving, node_of, pod_manifest
 

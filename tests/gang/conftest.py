@@ -10,7 +10,7 @@ import pytest
 from scheduler.app import SchedulerApp
 from scheduler.config import default_config
 from scheduler.features import FeatureGates
-from scheduler.sim import SimCluster
+from simcluster import SimCluster
 from tests.integration.conftest import RunningApps, local_serving, pod_manifest
 
 GANG_GATES = FeatureGates.parse("GenericWorkload=true,GangScheduling=true")

@@ -13,7 +13,7 @@ import pytest
 from scheduler.app import SchedulerApp
 from scheduler.config import default_config
 from scheduler.serving.options import ServingOptions
-from scheduler.sim import SimCluster
+from simcluster import SimCluster
 
 
 def pod_manifest(

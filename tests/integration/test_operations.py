@@ -15,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from scheduler.app import SchedulerApp
 from scheduler.config import default_config
-from scheduler.sim import SimCluster
+from simcluster import SimCluster
 
 from .conftest import eventually, local_serving, node_of, pod_manifest
 

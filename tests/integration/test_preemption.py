@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.sim import SimCluster
+from simcluster import SimCluster
 
 from .conftest import eventually, node_of, pod, pod_manifest
 

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from scheduler.sim import SimCluster
+from simcluster import SimCluster
 
 from .conftest import eventually, node_of, pod, pod_manifest, scheduled_condition
 

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
-from scheduler.sim import SimCluster
+from simcluster import SimCluster
 
 from .conftest import eventually, node_of, pod_manifest, scheduled_condition
 

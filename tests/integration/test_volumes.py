@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from scheduler.sim import SimCluster
+from simcluster import SimCluster
 
 from .conftest import eventually, node_of, pod_manifest, scheduled_condition
 

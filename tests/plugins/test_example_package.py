@@ -20,7 +20,7 @@ import orjson
 import pytest
 import yaml
 
-from scheduler.sim import SimCluster
+from simcluster import SimCluster
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "examples" / "plugins" / "pyscheduler-example-plugins"

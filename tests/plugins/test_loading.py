@@ -219,7 +219,7 @@ async def test_a_watched_kind_gets_an_informer_a_lister_and_gates_readiness(plug
     from scheduler.app import SchedulerApp, watched_kinds
     from scheduler.plugins.loading import factories
     from scheduler.serving.options import ServingOptions
-    from scheduler.sim import SimCluster
+    from simcluster import SimCluster
 
     sources = load_registry([f"{plugin_file}:LabelCost"], entry_points=False)
     cfg = load_config(config(tmp_path), declared_args(sources))
@@ -254,7 +254,7 @@ async def test_a_watched_kind_the_cluster_does_not_serve_stops_start_up(tmp_path
     from scheduler.app import SchedulerApp
     from scheduler.config import default_config
     from scheduler.serving.options import ServingOptions
-    from scheduler.sim import SimCluster
+    from simcluster import SimCluster
 
     cfg = default_config()
     cfg.leader_election.leader_elect = False

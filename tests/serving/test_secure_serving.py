@@ -16,8 +16,8 @@ from scheduler.client import KubeClient, load_client_config
 from scheduler.metrics import SchedulerMetrics
 from scheduler.serving import AuthOptions, DelegatedAuth, ServingCertificate, StatusServer, TLSOptions
 from scheduler.serving.tls import TLSConfigError, self_signed_certificate
-from scheduler.sim import SimCluster
 from scheduler.testing import FakeClock
+from simcluster import SimCluster
 
 PROMETHEUS_TOKEN = "prometheus-token"
 STRANGER_TOKEN = "stranger-token"

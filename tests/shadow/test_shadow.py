@@ -12,9 +12,9 @@ import pytest
 
 from scheduler import app as app_module
 from scheduler.config import default_config
-from scheduler.sim import SimCluster
-from scheduler.sim.access import ADMIN_TOKEN
-from scheduler.sim.faults import LatencyRule
+from simcluster import SimCluster
+from simcluster.access import ADMIN_TOKEN
+from simcluster.faults import LatencyRule
 from tests.integration.conftest import eventually, pod_manifest
 
 OTHER = "default-scheduler"

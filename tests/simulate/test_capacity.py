@@ -12,9 +12,9 @@ import pytest
 import yaml
 
 from scheduler.config import default_config
-from scheduler.sim import SimCluster
 from scheduler.simulate.engine import Simulation
 from scheduler.simulate.snapshot import parse_snapshot
+from simcluster import SimCluster
 from tests.simulate.helpers import (
     full_cluster,
     node,

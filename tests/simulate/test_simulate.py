@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 from scheduler.config import default_config
-from scheduler.sim import SimCluster
 from scheduler.simulate.engine import Simulation, key_of
 from scheduler.simulate.workloads import expand
+from simcluster import SimCluster
 from tests.simulate.helpers import (
     REPO,
     ZONE,

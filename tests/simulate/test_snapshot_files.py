@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from scheduler.sim import SimCluster
 from scheduler.simulate.snapshot import parse_snapshot, take_snapshot
+from simcluster import SimCluster
 from tests.simulate.helpers import (
     populate,
     snapshot_of,
