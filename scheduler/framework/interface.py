@@ -536,6 +536,19 @@ class QueueSortPlugin(Plugin, Protocol):
 
 
 @runtime_checkable
+class GangPlugin(Plugin, Protocol):
+    """A plugin that schedules groups of pods all or nothing (GangScheduling, Coscheduling).
+
+    The queue treats a gang as one unit: an event that may help any member's own rejection moves
+    every member waiting in the unschedulable pool, and a member rejected only because of its gang
+    (by this plugin, e.g. at Permit when a sibling failed) keeps the reasons of its own earlier
+    failure, so what the gang waits for is never forgotten."""
+
+    def gang_of(self, pod: Pod) -> str:
+        """The gang ``pod`` belongs to, as a key unique within the plugin ("" for none)."""
+
+
+@runtime_checkable
 class EnqueueExtensions(Plugin, Protocol):
     def events_to_register(self) -> Iterable[ClusterEventWithHint]:
         """Cluster events that may make a pod this plugin rejected schedulable."""

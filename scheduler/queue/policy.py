@@ -12,6 +12,7 @@ from typing import Protocol
 
 from scheduler.api import Pod
 from scheduler.framework import ClusterEventWithHint, Status
+from scheduler.queue.gangs import Gang
 
 
 class Profile(Protocol):
@@ -20,6 +21,9 @@ class Profile(Protocol):
     def pre_enqueue(self, pod: Pod) -> tuple[str, Status | None]: ...
 
     def events_to_register(self) -> Mapping[str, Sequence[ClusterEventWithHint]]: ...
+
+    def gang_of(self, pod: Pod) -> tuple[str, str] | None:
+        """(gang plugin, gang key) when the profile schedules ``pod`` all or nothing."""
 
 
 class ProfilesPolicy:
@@ -35,3 +39,11 @@ class ProfilesPolicy:
 
     def hints(self, pod: Pod) -> Mapping[str, Sequence[ClusterEventWithHint]]:
         return self._hints.get(pod.scheduler_name, {})
+
+    def gang_of(self, pod: Pod) -> Gang | None:
+        profile = self._profiles.get(pod.scheduler_name)
+        found = profile.gang_of(pod) if profile is not None else None
+        if found is None:
+            return None
+        plugin, key = found
+        return Gang(plugin, f"{plugin}:{key}")

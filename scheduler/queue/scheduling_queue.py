@@ -16,6 +16,10 @@ pop-from-backoffQ enabled):
 Popped pods are *in flight* until :meth:`SchedulingQueue.done` (or :meth:`add_unschedulable`);
 events arriving meanwhile are remembered so a rejected pod goes straight back to backoffQ when one
 of them could have changed the verdict.
+
+The members of a gang (a pod group a plugin schedules all or nothing) wait and move as one: an
+event that may help any member's rejection moves every member parked in the unschedulable pool,
+and a member rejected only by the gang plugin keeps its own earlier reasons (``queue/gangs.py``).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -43,6 +47,7 @@ from scheduler.queue.events import (
     is_wildcard,
     pod_update_events,
 )
+from scheduler.queue.gangs import Gang, GangRejections
 from scheduler.queue.heap import KeyedHeap
 from scheduler.queue.in_flight import InFlight
 from scheduler.queue.nominator import Nominator
@@ -73,6 +78,9 @@ class QueuePolicy(Protocol):
 
     def hints(self, pod: Pod) -> Mapping[str, Sequence[ClusterEventWithHint]]:
         """The cluster events each plugin of the pod's profile registered, by plugin name."""
+
+    def gang_of(self, pod: Pod) -> Gang | None:
+        """The gang the pod's profile schedules it with, all or nothing (None for most pods)."""
 
 
 class _Strategy(IntEnum):
@@ -119,6 +127,7 @@ class SchedulingQueue:
         self._unschedulable: dict[str, QueuedPodInfo] = {}
         self._gated: dict[str, QueuedPodInfo] = {}
         self._in_flight = InFlight()
+        self._gangs = GangRejections()
         # Popped and not handed back: uid -> pop time. Deleted ones move to _deleted (uid -> time),
         # which the binder consults; both are pruned after max_in_unschedulable.
         self._popped: dict[str, float] = {}
@@ -158,6 +167,7 @@ class SchedulingQueue:
                 self._push(heap, info)
                 self._nominator.update(old, new)
                 return
+        self._gangs.update(new)
         info = self._unschedulable.get(uid)
         if info is not None:
             info.pod = new
@@ -165,8 +175,7 @@ class SchedulingQueue:
             for event in pod_update_events(old, new):
                 strategy = self._worth_requeuing(info, event, old, new)
                 if strategy is not _Strategy.SKIP:
-                    del self._unschedulable[uid]
-                    self._requeue(info, strategy, event_label(event))
+                    self._requeue_parked(info, strategy, event_label(event))
                     break
             self._report()
             return
@@ -192,6 +201,7 @@ class SchedulingQueue:
             self._remove_gated(uid)
         if info is not None:
             self._count_rejections(info, -1)
+        self._gangs.forget(uid)
         if self._popped.pop(uid, None) is not None:
             self._deleted[uid] = self._clock()
         self._report()
@@ -202,13 +212,22 @@ class SchedulingQueue:
         ``exclude`` names a pod uid the event must not move (the pod whose own failure caused it).
         """
         label = event_label(event)
+        skipped_gangs: set[str] = set()  # gangs this event does not help: asked once, not per member
         for info in list(self._unschedulable.values()):
-            if info.pod.uid == exclude:
+            uid = info.pod.uid
+            if uid not in self._unschedulable:
+                continue  # moved with its gang already
+            gang = self._policy.gang_of(info.pod)
+            if gang is None:
+                if uid == exclude:
+                    continue
+            elif gang.key in skipped_gangs:
                 continue
-            strategy = self._worth_requeuing(info, event, old, new)
+            strategy = self._worth_requeuing(info, event, old, new, exclude=exclude, gang=gang)
             if strategy is not _Strategy.SKIP:
-                del self._unschedulable[info.pod.uid]
-                self._requeue(info, strategy, label)
+                self._requeue_parked(info, strategy, label, gang)
+            elif gang is not None:
+                skipped_gangs.add(gang.key)
         for info in list(self._gated.values()):
             if self._gate_may_open(info, event, old, new):
                 self._try_ungate(info, label)
@@ -297,14 +316,21 @@ class SchedulingQueue:
             if not info.consecutive_errors:
                 info.unschedulable_count += 1
             self._count_rejections(info, +1)
+            gang = self._policy.gang_of(info.pod)
+            if gang is not None:
+                self._gangs.record(gang, info)
+            label = SCHEDULE_ATTEMPT_FAILURE
             if uid in self._in_flight:
-                strategy = self._strategy_from_in_flight_events(info)
+                strategy, label = self._strategy_from_in_flight_events(info, gang)
             else:
                 # Not tracked in flight: fall back to "did any event arrive since its cycle began?"
                 errored = not (info.unschedulable_plugins or info.pending_plugins)
                 moved = self._move_request_cycle >= scheduling_cycle
                 strategy = _Strategy.AFTER_BACKOFF if errored or moved else _Strategy.SKIP
             self._requeue(info, strategy, SCHEDULE_ATTEMPT_FAILURE)
+            if gang is not None and strategy is not _Strategy.SKIP:
+                # what sends this member back to be tried sends its parked siblings too
+                self._requeue_members(gang, strategy, label)
         finally:
             self.done(uid)
             self._popped.pop(uid, None)
@@ -429,6 +455,22 @@ class SchedulingQueue:
             return BACKOFF if self._move_to_backoff(info, event) else GATED
         return ACTIVE if self._move_to_active(info, event) else GATED
 
+    def _requeue_parked(
+        self, info: QueuedPodInfo, strategy: _Strategy, event: str, gang: Gang | None = None
+    ) -> None:
+        """Take a pod out of the unschedulable pool where ``strategy`` says, with its gang."""
+        del self._unschedulable[info.pod.uid]
+        self._requeue(info, strategy, event)
+        gang = gang or self._policy.gang_of(info.pod)
+        if gang is not None:
+            self._requeue_members(gang, strategy, event)
+
+    def _requeue_members(self, gang: Gang, strategy: _Strategy, event: str) -> None:
+        for uid in self._gangs.members(gang):
+            member = self._unschedulable.pop(uid, None)
+            if member is not None:
+                self._requeue(member, strategy, event)
+
     def _push(self, heap: KeyedHeap[QueuedPodInfo], info: QueuedPodInfo) -> None:
         if heap is self._active:
             key: Any = self._sort_key(info)
@@ -467,8 +509,8 @@ class SchedulingQueue:
             info for info in self._unschedulable.values() if now - info.timestamp > self._max_in_unschedulable
         ]
         for info in stale:
-            del self._unschedulable[info.pod.uid]
-            self._requeue(info, _Strategy.AFTER_BACKOFF, event_label(EVENT_UNSCHEDULABLE_TIMEOUT))
+            if info.pod.uid in self._unschedulable:  # else moved with its gang already
+                self._requeue_parked(info, _Strategy.AFTER_BACKOFF, event_label(EVENT_UNSCHEDULABLE_TIMEOUT))
         horizon = now - self._max_in_unschedulable
         for uid in [uid for uid, at in self._deleted.items() if at < horizon]:
             del self._deleted[uid]
@@ -479,59 +521,101 @@ class SchedulingQueue:
     # ------------------------------------------------------------------ hints
 
     def _worth_requeuing(
-        self, info: QueuedPodInfo, event: ClusterEvent, old: object, new: object
+        self,
+        info: QueuedPodInfo,
+        event: ClusterEvent,
+        old: object,
+        new: object,
+        *,
+        exclude: str = "",
+        gang: Gang | None = None,
     ) -> _Strategy:
-        """May ``event`` make the pod schedulable, per the hints of the plugins that rejected it?"""
-        rejectors = info.unschedulable_plugins | info.pending_plugins
+        """May ``event`` make the pod schedulable, per the hints of the plugins that rejected it?
+
+        A gang member asks for its whole gang: the best answer over every member's rejection but
+        ``exclude``'s (the pod whose own failure caused the event)."""
+        gang = gang or self._policy.gang_of(info.pod)
+        if gang is None:
+            return self._rejection_worth(
+                info.pod, info.unschedulable_plugins, info.pending_plugins, event, old, new
+            )
+        if not (info.unschedulable_plugins or info.pending_plugins):
+            return _Strategy.AFTER_BACKOFF
+        best = _Strategy.SKIP
+        for rejection in self._gangs.rejections(gang, exclude=exclude):
+            strategy = self._rejection_worth(
+                rejection.pod, rejection.unschedulable, rejection.pending, event, old, new
+            )
+            if strategy is _Strategy.IMMEDIATELY:
+                return strategy
+            best = max(best, strategy)
+        return best
+
+    def _rejection_worth(
+        self,
+        pod: Pod,
+        unschedulable: Set[str],
+        pending: Set[str],
+        event: ClusterEvent,
+        old: object,
+        new: object,
+    ) -> _Strategy:
+        """May ``event`` help ``pod``, rejected by ``unschedulable`` and ``pending`` plugins?"""
+        rejectors = unschedulable | pending
         if not rejectors:
             return _Strategy.AFTER_BACKOFF
         if is_wildcard(event):
             # A wildcard carrying a pod is meant for that pod only (e.g. ForceActivate).
-            if new is not None and not (isinstance(new, Pod) and new.uid == info.pod.uid):
+            if new is not None and not (isinstance(new, Pod) and new.uid == pod.uid):
                 return _Strategy.SKIP
             return _Strategy.AFTER_BACKOFF
         strategy = _Strategy.SKIP
-        registered = self._policy.hints(info.pod)
+        registered = self._policy.hints(pod)
         for plugin in rejectors:
             for entry in registered.get(plugin, ()):
-                if not event.matches(entry.event) or not self._hint_says_queue(plugin, entry, info, old, new):
+                if not event.matches(entry.event) or not self._hint_says_queue(plugin, entry, pod, old, new):
                     continue
-                if plugin in info.pending_plugins:
+                if plugin in pending:
                     return _Strategy.IMMEDIATELY
-                if not info.pending_plugins:
+                if not pending:
                     return _Strategy.AFTER_BACKOFF
                 strategy = _Strategy.AFTER_BACKOFF
         return strategy
 
     def _hint_says_queue(
-        self, plugin: str, entry: ClusterEventWithHint, info: QueuedPodInfo, old: object, new: object
+        self, plugin: str, entry: ClusterEventWithHint, pod: Pod, old: object, new: object
     ) -> bool:
         if entry.hint is None:
             return True
         try:
-            return entry.hint(info.pod, old, new) is QueueingHint.QUEUE
+            return entry.hint(pod, old, new) is QueueingHint.QUEUE
         except Exception:
             # A broken hint must not strand the pod: treat it as QUEUE, as upstream does.
-            log.exception("queueing hint of %s failed for pod %s", plugin, info.pod.key)
+            log.exception("queueing hint of %s failed for pod %s", plugin, pod.key)
             return True
 
-    def _strategy_from_in_flight_events(self, info: QueuedPodInfo) -> _Strategy:
+    def _strategy_from_in_flight_events(
+        self, info: QueuedPodInfo, gang: Gang | None
+    ) -> tuple[_Strategy, str]:
+        """Where a pod handed back goes, per the events that arrived while it was in flight, and
+        the label of the event that decided it."""
         if not (info.unschedulable_plugins or info.pending_plugins):
-            return _Strategy.AFTER_BACKOFF
-        best = _Strategy.SKIP
+            return _Strategy.AFTER_BACKOFF, SCHEDULE_ATTEMPT_FAILURE
+        best, label = _Strategy.SKIP, SCHEDULE_ATTEMPT_FAILURE
         for event, old, new in self._in_flight.events_since_start(info.pod.uid):
-            strategy = self._worth_requeuing(info, event, old, new)
-            if strategy is _Strategy.IMMEDIATELY:
-                return strategy
-            best = max(best, strategy)
+            strategy = self._worth_requeuing(info, event, old, new, gang=gang)
+            if strategy > best:
+                best, label = strategy, event_label(event)
+            if best is _Strategy.IMMEDIATELY:
+                break
             if best is _Strategy.AFTER_BACKOFF and not info.pending_plugins:
-                return best
-        return best
+                break
+        return best, label
 
     def _gate_may_open(self, info: QueuedPodInfo, event: ClusterEvent, old: object, new: object) -> bool:
         """Only events registered by the gating plugin re-run PreEnqueue for a gated pod."""
         for entry in self._policy.hints(info.pod).get(info.gated_by, ()):
-            if event.matches(entry.event) and self._hint_says_queue(info.gated_by, entry, info, old, new):
+            if event.matches(entry.event) and self._hint_says_queue(info.gated_by, entry, info.pod, old, new):
                 return True
         return False
 

@@ -52,6 +52,7 @@ from scheduler.framework.interface import (
     BatchFilterPlugin,
     BatchScorePlugin,
     EnqueueExtensions,
+    GangPlugin,
     PreBindPreFlightPlugin,
     PreFilterExtensions,
     ScoreNormalizer,
@@ -262,6 +263,7 @@ class Framework:
         self._normalizers = {p.name for p, _ in self.score_plugins if isinstance(p, ScoreNormalizer)}
         self._extensions = [p for p in self.pre_filter_plugins if isinstance(p, PreFilterExtensions)]
         self._pre_flights = {p.name for p in self.pre_bind_plugins if isinstance(p, PreBindPreFlightPlugin)}
+        self._gang_plugins = [p for p in self.plugins.values() if isinstance(p, GangPlugin)]
         self._signers: list[SignPlugin] | None = None
         # OpportunisticBatching: None when the gate is off or a plugin cannot sign pods
         self.batch: OpportunisticBatch | None = None
@@ -312,6 +314,14 @@ class Framework:
             if status is not None and not status.is_success:
                 return plugin.name, status.with_plugin(plugin.name)
         return "", None
+
+    def gang_of(self, pod: Pod) -> tuple[str, str] | None:
+        """(the gang plugin's name, the gang's key) when a plugin schedules ``pod`` all or nothing."""
+        for plugin in self._gang_plugins:
+            key = plugin.gang_of(pod)
+            if key:
+                return plugin.name, key
+        return None
 
     def events_to_register(self) -> dict[str, list[ClusterEventWithHint]]:
         """Cluster events per plugin, for the queue's hints.

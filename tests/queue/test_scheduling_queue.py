@@ -21,10 +21,12 @@ from scheduler.framework import (
 from scheduler.framework.interface import NODE, PERSISTENT_VOLUME, POD, WILDCARD
 from scheduler.metrics import SchedulerMetrics
 from scheduler.queue import SchedulingQueue, backoff_duration
+from scheduler.queue.gangs import Gang
 
 START = 1000.0
 FIT = "NodeResourcesFit"
 GATES = "SchedulingGates"
+GANG = "Gang"
 NODE_ADD = ClusterEvent(NODE, ActionType.ADD)
 PV_ADD = ClusterEvent(PERSISTENT_VOLUME, ActionType.ADD)
 
@@ -50,6 +52,11 @@ class FakePolicy:
 
     def hints(self, pod: Pod) -> Mapping[str, Sequence[ClusterEventWithHint]]:
         return self.registered
+
+    def gang_of(self, pod: Pod) -> Gang | None:
+        """Pods labelled ``gang=NAME`` form a gang of the plugin ``Gang``."""
+        name = pod.labels.get("gang")
+        return Gang(GANG, f"{GANG}:{name}") if name else None
 
 
 def priority_sort(info: QueuedPodInfo) -> tuple[int, float]:
@@ -430,6 +437,99 @@ async def test_events_are_forgotten_once_no_pod_is_in_flight():
     other.unschedulable_plugins = {FIT}
     queue.add_unschedulable(other, queue.scheduling_cycle())
     assert where(queue) == "unschedulable"
+
+
+# ---------------------------------------------------------------------------- gangs
+
+GANG_EVENTS = {
+    FIT: [ClusterEventWithHint(NODE_ADD)],
+    GANG: [ClusterEventWithHint(ClusterEvent(POD, ActionType.ADD))],
+}
+
+
+def member(name: str, gang: str = "g") -> Pod:
+    return make_pod(name, labels={"gang": gang})
+
+
+async def hand_back(queue: SchedulingQueue, info: QueuedPodInfo, *plugins: str) -> None:
+    info.unschedulable_plugins = set(plugins)
+    queue.add_unschedulable(info, queue.scheduling_cycle())
+
+
+async def test_an_event_that_helps_one_member_moves_the_whole_gang():
+    queue, _ = make_queue(GANG_EVENTS)
+    for name in ("g-0", "g-1", "g-2"):
+        queue.add(member(name))
+    queue.add(make_pod("loner"))
+    first, second, third, loner = [await pop_now(queue) for _ in range(4)]
+    await hand_back(queue, first, GANG)  # released because a sibling failed
+    await hand_back(queue, second, GANG)
+    await hand_back(queue, third, FIT)  # the one that found no node
+    await hand_back(queue, loner, GANG)  # rejected by the same plugin, but in no gang
+    assert queue.pending()["unschedulable"] == 4
+    queue.on_cluster_event(NODE_ADD, None, None)
+    assert {queue.position(f"uid-g-{i}") for i in range(3)} == {"backoff"}
+    assert queue.position("uid-loner") == "unschedulable"
+
+
+async def test_a_member_rejected_by_its_gang_alone_keeps_its_own_reasons():
+    queue, _ = make_queue(GANG_EVENTS)
+    queue.add(member("g-0"))
+    queue.add(member("g-1"))
+    first, other = await pop_now(queue), await pop_now(queue)
+    await hand_back(queue, first, FIT)
+    queue.activate([first.pod])  # e.g. a sibling placed first brings it forward
+    again = await pop_now(queue)
+    assert again.pod.uid == first.pod.uid
+    # placed this time, then released at Permit because its sibling gave up its node
+    await hand_back(queue, again, GANG)
+    await hand_back(queue, other, GANG)
+    assert queue.pending()["unschedulable"] == 2
+    queue.on_cluster_event(NODE_ADD, None, None)  # what the gang was really waiting for
+    assert queue.pending()["unschedulable"] == 0
+
+
+async def test_an_event_seen_in_flight_by_a_released_member_sends_back_its_parked_siblings():
+    queue, _ = make_queue(GANG_EVENTS)
+    queue.add(member("g-0"))
+    queue.add(member("g-1"))
+    waiting = await pop_now(queue)  # held at Permit, in flight
+    failed = await pop_now(queue)
+    await hand_back(queue, failed, FIT)
+    queue.activate([failed.pod])
+    retried = await pop_now(queue)  # placed, held at Permit too
+    queue.on_cluster_event(NODE_ADD, None, None)  # both are in flight: nothing parked to move
+    await hand_back(queue, waiting, GANG)  # released by the other's Unreserve: the node add counts
+    await hand_back(queue, retried, GANG)
+    assert queue.pending()["unschedulable"] == 0
+    assert queue.pending()["backoff"] == 2
+
+
+async def test_an_event_caused_by_a_members_own_release_is_judged_on_its_siblings_reasons():
+    node_freed = ClusterEvent(POD, ActionType.DELETE)
+    queue, _ = make_queue({FIT: [ClusterEventWithHint(node_freed)], GANG: []})
+    queue.add(member("g-0"))
+    queue.add(member("g-1"))
+    released, failed = await pop_now(queue), await pop_now(queue)
+    await hand_back(queue, failed, FIT)
+    await hand_back(queue, released, GANG)
+    # the released member's node is free: its sibling may fit now, and the gang goes together
+    queue.on_cluster_event(node_freed, released.pod, None, exclude=released.pod.uid)
+    assert queue.pending()["unschedulable"] == 0
+
+
+async def test_a_gang_no_event_helps_stays_parked_and_a_deleted_member_is_forgotten():
+    queue, _ = make_queue(GANG_EVENTS)
+    queue.add(member("g-0"))
+    queue.add(member("g-1"))
+    first, second = await pop_now(queue), await pop_now(queue)
+    await hand_back(queue, first, FIT)
+    await hand_back(queue, second, GANG)
+    queue.on_cluster_event(PV_ADD, None, None)
+    assert queue.pending()["unschedulable"] == 2
+    queue.delete(first.pod)  # the member that needed a node is gone: node adds no longer help
+    queue.on_cluster_event(NODE_ADD, None, None)
+    assert queue.position("uid-g-1") == "unschedulable"
 
 
 # ---------------------------------------------------------------------------- gating

@@ -100,6 +100,10 @@ class Coscheduling:
             return float(group.schedule_timeout_seconds)
         return float(self.args.permit_waiting_time_seconds or DEFAULT_WAIT_SECONDS)
 
+    def gang_of(self, pod: Pod) -> str:
+        """The queue keeps a PodGroup's members together (``framework.GangPlugin``)."""
+        return group_key(pod)
+
     # ------------------------------------------------------------------ QueueSort
 
     def sort_key(self, pod_info: QueuedPodInfo) -> tuple[int, float, str, str]:

@@ -66,6 +66,10 @@ class GangScheduling:
     def _group_changed(pod: Pod, old: Any, new: Any) -> QueueingHint:
         return QueueingHint.QUEUE if is_member_event(pod, new) else QueueingHint.SKIP
 
+    def gang_of(self, pod: Pod) -> str:
+        """The queue keeps a PodGroup's members together (``framework.GangPlugin``)."""
+        return f"{pod.namespace}/{pod.pod_group}" if pod.pod_group else ""
+
     def pre_enqueue(self, pod: Pod) -> Status | None:
         if not pod.pod_group:
             return None
