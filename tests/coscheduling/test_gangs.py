@@ -9,7 +9,16 @@ from scheduler.config.load import parse_config
 from scheduler.plugins.coscheduling import PODGROUPS as PODGROUPS_KIND
 from scheduler.plugins.coscheduling import CoschedulingArgs
 from simcluster import SimCluster
-from tests.coscheduling.conftest import PODGROUPS, bound, config, failed_scheduling, member, node_of, podgroup
+from tests.coscheduling.conftest import (
+    PODGROUPS,
+    bound,
+    config,
+    failed_scheduling,
+    install_crd,
+    member,
+    node_of,
+    podgroup,
+)
 from tests.integration.conftest import eventually, local_serving, pod_manifest
 
 NAMES = [f"a-{i}" for i in range(4)]
@@ -171,3 +180,43 @@ async def test_a_member_deleted_while_waiting_releases_the_rest_of_its_group(
     nodes = app.scheduler.cache.snapshot().node_infos()
     assert [p.name for info in nodes for p in info.pods.values()] == []
     assert bound(sim, ["a-0", "a-2"]) == []
+
+
+def run_node(name: str, run: int) -> dict:
+    """A 4-cpu node of one run: the run's pods select it by label."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "run": str(run)}},
+        "status": {
+            "capacity": {"cpu": "4", "memory": "16Gi", "pods": "110"},
+            "allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+async def test_a_gang_too_big_for_its_nodes_is_bound_once_two_nodes_arrive_in_one_request(scheduler) -> None:
+    """Twenty runs in a row: four 3-cpu members on two 4-cpu nodes (none bound, all or
+    nothing), then two more nodes created together, while members are still being tried (even
+    runs) or once every member has failed (odd runs): the gang is bound whole each time."""
+    async with SimCluster(nodes=0, kubelet=True, bookmark_interval=0.5) as sim:
+        await install_crd(sim)
+        await scheduler(sim)
+        for run in range(20):
+            await two_more_nodes_place_the_gang(sim, run)
+
+
+async def two_more_nodes_place_the_gang(sim: SimCluster, run: int) -> None:
+    group, names = f"train-{run}", [f"gang-{run}-{i}" for i in range(4)]
+    for i in range(2):
+        await sim.create("nodes", run_node(f"n-{run}-{i}", run))
+    await sim.create(PODGROUPS, podgroup(group, 4, scheduleTimeoutSeconds=60))
+    for name in names:
+        await sim.create("pods", member(name, group, nodeSelector={"run": str(run)}))
+    some_or_all = any if run % 2 == 0 else all
+    await eventually(lambda: some_or_all(failed_scheduling(sim, name) for name in names))
+    assert bound(sim, names) == []
+    for i in (2, 3):  # one request: no event is handled between the two
+        await sim.create("nodes", run_node(f"n-{run}-{i}", run))
+    await eventually(lambda: bound(sim, names) == names, timeout=10)

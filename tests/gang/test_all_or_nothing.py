@@ -4,6 +4,7 @@ recordings from a v1.36.2 control plane, both gates on)."""
 from __future__ import annotations
 
 from scheduler.app import SchedulerApp
+from simcluster import SimCluster
 from tests.gang.conftest import (
     NewCluster,
     StartScheduler,
@@ -72,3 +73,35 @@ async def test_a_gang_that_does_not_fit_binds_nothing_then_binds_whole(
 def attempts(app: SchedulerApp, result: str) -> float:
     labels = {"result": result, "profile": "pyscheduler"}
     return app.metrics.registry.get_sample_value("scheduler_podgroup_schedule_attempts_total", labels) or 0.0
+
+
+async def test_a_gang_too_big_for_its_nodes_is_bound_once_two_nodes_arrive_in_one_request(
+    new_cluster: NewCluster,
+    start_scheduler: StartScheduler,
+) -> None:
+    """Twenty runs in a row: four 3-cpu members on two 4-cpu nodes, then two more nodes created
+    together, while the gang is still being tried (even runs) or once every member was reported
+    (odd runs): bound whole each time."""
+    sim = await new_cluster(nodes=0, bookmark_interval=0.5)
+    await start_scheduler(sim)
+    for run in range(20):
+        names = [f"gang-{run}-{i}" for i in range(4)]
+        for i in range(2):
+            await sim.create("nodes", node(f"n-{run}-{i}", labels={"run": str(run)}))
+        await sim.create("podgroups", pod_group(f"train-{run}", 4))
+        for name in names:
+            await sim.create("pods", member(name, f"train-{run}", nodeSelector={"run": str(run)}))
+        await until_reported(sim, names, every=run % 2 == 1)
+        assert [name for name in names if node_of(sim, name)] == []
+        for i in (2, 3):  # one request: no event is handled between the two
+            await sim.create("nodes", node(f"n-{run}-{i}", labels={"run": str(run)}))
+        await until_bound(sim, names)
+
+
+async def until_reported(sim: SimCluster, names: list[str], *, every: bool) -> None:
+    some_or_all = all if every else any
+    await eventually(lambda: some_or_all(pod_condition(sim, name) for name in names))
+
+
+async def until_bound(sim: SimCluster, names: list[str]) -> None:
+    await eventually(lambda: all(node_of(sim, name) for name in names), timeout=10)
