@@ -157,6 +157,7 @@ class Harness:
             features=features,
         )
         self.cache, self.queue, self.scheduler = parts.cache, parts.queue, parts.scheduler
+        self.pod_events, self.node_events = parts.pod_events, parts.node_events
         self.framework = parts.frameworks["pyscheduler"]
         for i in range(num_nodes):
             self.cache.add_node(node_factory(i))

@@ -80,12 +80,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.common import Harness
-from scheduler.api import Node, Pod
+from scheduler.api import Pod
 from scheduler.app import PLUGIN_RESOURCES
-from scheduler.client.pods import rfc3339_now
 from scheduler.client.statuswriter import PodStatusWriter
-from scheduler.eventhandlers import NodeEvents, PodEvents
-from scheduler.framework import ApiResponse
+from scheduler.testing.inmemory import InMemoryCluster
 
 SCHEDULER = "pyscheduler"
 PAUSE = "registry.k8s.io/pause:3.10.2"
@@ -396,237 +394,25 @@ WORKLOADS: dict[str, Workload] = {
 # ---------------------------------------------------------------------------- API server + informers
 
 
-class _Store:
-    """A lister over one of the cluster's dicts."""
-
-    def __init__(self, entries: Mapping[str, Any]) -> None:
-        self._entries = entries
-
-    def get(self, key: str) -> Any | None:
-        return self._entries.get(key)
-
-    def list(self) -> list[Any]:
-        return list(self._entries.values())
-
-
-def _not_found(what: str) -> ApiResponse:
-    return ApiResponse(404, {"kind": "Status", "reason": "NotFound", "message": f"{what} not found"})
-
-
-def _conflict(message: str) -> ApiResponse:
-    return ApiResponse(409, {"kind": "Status", "reason": "Conflict", "message": message})
-
-
-class Cluster:
-    """The API server and the informers, in memory.
-
-    ``pods``/``nodes`` are the server's objects; ``seen_pods``/``seen_nodes`` the informers'
-    stores (the scheduler's listers and its idea of a pod's current version). Every change is
-    delivered to the handlers with ``call_soon``, so it arrives on the next turn of the loop, in
-    order, as watch events do. ``request`` serves what the scheduler sends: Bindings, pod status
-    patches and deletes (preemption); anything else is 404.
-    """
+class Cluster(InMemoryCluster):
+    """The API server and the informers in memory (``scheduler.testing.InMemoryCluster``), with
+    upstream's throughputCollector count: a pod counts once, when the informers see it get a node."""
 
     def __init__(self) -> None:
-        self.pods: dict[str, Pod] = {}
-        self.nodes: dict[str, Node] = {}
-        self.seen_pods: dict[str, Pod] = {}
-        self.seen_nodes: dict[str, Node] = {}
-        self.objects: dict[str, dict[str, Obj]] = {plural: {} for plural in PLUGIN_RESOURCES}
-        self.listers: dict[str, _Store] = {
-            "pods": _Store(self.seen_pods),
-            "nodes": _Store(self.seen_nodes),
-            **{plural: _Store(store) for plural, store in self.objects.items()},
-        }
-        # what the informer saw: pods that got a node, by namespace, and when the last one did
+        super().__init__({plural: plural for plural in PLUGIN_RESOURCES})
         self.scheduled: Counter[str] = Counter()
-        self.last_scheduled: dict[str, float] = {}
-        self.deleted_by_api = 0  # DELETEs the scheduler sent (preemption victims)
-        self._versions = itertools.count(1)
-        self._uids = itertools.count(1)
-        self._pod_events: PodEvents | None = None
-        self._node_events: NodeEvents | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    def connect(self, pod_events: PodEvents, node_events: NodeEvents) -> None:
-        self._pod_events, self._node_events = pod_events, node_events
-        self._loop = asyncio.get_running_loop()
-
-    def current(self, pod: Pod) -> Pod | None:
-        """The informer's copy of ``pod`` (None once it is gone)."""
-        return self.seen_pods.get(pod.key)
+        self.last_scheduled: dict[str, float] = {}  # by namespace: when the last one got a node
+        self.on_pod_seen = self._count
 
     async def synced(self) -> None:
         """Until every change made so far has been delivered."""
         await asyncio.sleep(0)
         await asyncio.sleep(0)
 
-    # ------------------------------------------------------------------ client side (the test's ops)
-
-    def create_pod(self, body: Obj, node: str = "") -> Pod:
-        meta = body["metadata"]
-        obj = {
-            **body,
-            "metadata": {
-                **meta,
-                "uid": f"uid-{next(self._uids)}",
-                "resourceVersion": str(next(self._versions)),
-                "creationTimestamp": rfc3339_now(),
-            },
-        }
-        if node:
-            obj["spec"] = {**obj["spec"], "nodeName": node}
-        pod = Pod.from_dict(obj)
-        self.pods[pod.key] = pod
-        self._deliver(self._pod_added, pod)
-        return pod
-
-    def delete_pod(self, key: str) -> Pod | None:
-        pod = self.pods.pop(key, None)
-        if pod is not None:
-            self._deliver(self._pod_deleted, pod)
-        return pod
-
-    def create_node(self, body: Obj) -> Node:
-        node = Node.from_dict(body)
-        node.resource_version = str(next(self._versions))
-        self.nodes[node.name] = node
-        self._deliver(self._node_added, node)
-        return node
-
-    def delete_node(self, name: str) -> None:
-        node = self.nodes.pop(name, None)
-        if node is not None:
-            self._deliver(self._node_deleted, node)
-
-    def create_object(self, plural: str, body: Obj) -> None:
-        """A kind the scheduler only reads through a lister (no cluster event, as in the app)."""
-        meta = body["metadata"]
-        key = f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta["name"]
-        self._deliver(self.objects[plural].__setitem__, key, body)
-
-    def delete_object(self, plural: str, key: str) -> None:
-        self._deliver(self.objects[plural].pop, key, None)
-
-    def create_namespace(self, name: str) -> None:
-        labels = {"kubernetes.io/metadata.name": name}
-        self.create_object(
-            "namespaces",
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}},
-        )
-
-    # ------------------------------------------------------------------ server side (the scheduler's calls)
-
-    async def request(
-        self,
-        method: str,
-        path: str,
-        body: Any = None,
-        *,
-        params: Mapping[str, str] | None = None,
-        content_type: str = "application/json",
-    ) -> ApiResponse:
-        parts = path.strip("/").split("/")
-        if len(parts) >= 6 and parts[:3] == ["api", "v1", "namespaces"] and parts[4] == "pods":
-            key, sub = f"{parts[3]}/{parts[5]}", "/".join(parts[6:])
-            if method == "POST" and sub == "binding":
-                return self._bind(key, body)
-            if method == "PATCH" and sub == "status":
-                return self._patch_status(key, body)
-            if method == "DELETE" and not sub:
-                return self._delete(key, body)
-        if method == "POST" and parts[-1] == "events":
-            return ApiResponse(201, {})
-        return _not_found(f"{method} {path}")
-
-    def _bind(self, key: str, binding: Obj) -> ApiResponse:
-        pod = self.pods.get(key)
-        if pod is None:
-            return _not_found(f"pod {key}")
-        uid = (binding.get("metadata") or {}).get("uid")
-        if uid and uid != pod.uid:
-            return _conflict(f"pod {key}: uid {uid} is not {pod.uid}")
-        if pod.node_name:
-            return _conflict(f"pod {key} is already assigned to node {pod.node_name}")
-        bound = pod.on_node(binding["target"]["name"])
-        bound.resource_version = str(next(self._versions))
-        self.pods[key] = bound
-        self._deliver(self._pod_updated, bound)
-        return ApiResponse(201, {"kind": "Status", "status": "Success"})
-
-    def _patch_status(self, key: str, patch: Obj) -> ApiResponse:
-        """A strategic-merge patch of ``status`` (conditions merged by type, nominatedNodeName)."""
-        pod = self.pods.get(key)
-        if pod is None:
-            return _not_found(f"pod {key}")
-        status = patch.get("status") or {}
-        new = pod.on_node(pod.node_name)
-        if "conditions" in status:
-            conditions = {c.get("type"): dict(c) for c in pod.conditions}
-            for change in status["conditions"]:
-                conditions[change.get("type")] = {**conditions.get(change.get("type"), {}), **change}
-            new.conditions = tuple(conditions.values())
-        if "nominatedNodeName" in status:
-            new.nominated_node_name = status["nominatedNodeName"] or ""
-        new.resource_version = str(next(self._versions))
-        self.pods[key] = new
-        self._deliver(self._pod_updated, new)
-        return ApiResponse(200, {})
-
-    def _delete(self, key: str, options: Obj | None) -> ApiResponse:
-        """Deleted at once: the victims have terminationGracePeriodSeconds 0 and no kubelet runs."""
-        pod = self.pods.get(key)
-        if pod is None:
-            return _not_found(f"pod {key}")
-        uid = ((options or {}).get("preconditions") or {}).get("uid")
-        if uid and uid != pod.uid:
-            return _conflict(f"pod {key}: precondition uid {uid} does not match")
-        self.delete_pod(key)
-        self.deleted_by_api += 1
-        return ApiResponse(200, {"kind": "Status", "status": "Success"})
-
-    # ------------------------------------------------------------------ informer side
-
-    def _deliver(self, handler: Callable[..., Any], *args: Any) -> None:
-        assert self._loop is not None, "connect() first"
-        self._loop.call_soon(handler, *args)
-
     def _count(self, old: Pod | None, new: Pod) -> None:
-        """Upstream's throughputCollector: a pod counts once, when the informer sees it get a node."""
         if new.node_name and (old is None or not old.node_name):
             self.scheduled[new.namespace] += 1
             self.last_scheduled[new.namespace] = time.perf_counter()
-
-    def _pod_added(self, pod: Pod) -> None:
-        assert self._pod_events is not None
-        self.seen_pods[pod.key] = pod
-        self._count(None, pod)
-        self._pod_events.on_add(pod)
-
-    def _pod_updated(self, pod: Pod) -> None:
-        assert self._pod_events is not None
-        old = self.seen_pods.get(pod.key)
-        self.seen_pods[pod.key] = pod
-        self._count(old, pod)
-        if old is None:
-            self._pod_events.on_add(pod)
-        else:
-            self._pod_events.on_update(old, pod)
-
-    def _pod_deleted(self, pod: Pod) -> None:
-        assert self._pod_events is not None
-        self.seen_pods.pop(pod.key, None)
-        self._pod_events.on_delete(pod)
-
-    def _node_added(self, node: Node) -> None:
-        assert self._node_events is not None
-        self.seen_nodes[node.name] = node
-        self._node_events.on_add(node)
-
-    def _node_deleted(self, node: Node) -> None:
-        assert self._node_events is not None
-        self.seen_nodes.pop(node.name, None)
-        self._node_events.on_delete(node)
 
 
 # ---------------------------------------------------------------------------- measuring
@@ -808,16 +594,9 @@ async def run(
     harness = Harness(
         0, client=cluster, listers=cluster.listers, current_pod=cluster.current, status=status, binder=None
     )
-    fwk, queue, scheduler = harness.framework, harness.queue, harness.scheduler
+    queue, scheduler = harness.queue, harness.scheduler
 
-    def reject_waiting(uid: str) -> None:
-        waiting = fwk.waiting_pods.get(uid)
-        if waiting is not None:
-            waiting.reject("", "pod was deleted while waiting at Permit")
-
-    cluster.connect(
-        PodEvents(harness.cache, queue, [SCHEDULER], reject_waiting), NodeEvents(harness.cache, queue)
-    )
+    cluster.connect(harness.pod_events, harness.node_events)
     cycles: list[float] = []
     measuring = False
 
@@ -904,7 +683,7 @@ async def run(
             report.churn_pods_bound = cluster.scheduled[churn.namespace]
             report.churn_pods_pending = sum(1 for p in churned if not p.node_name)
         report.churn_created = progress.created
-        report.victims = cluster.deleted_by_api
+        report.victims = cluster.deleted_by_request
         report.cluster = cluster
         return report
     finally:

@@ -26,7 +26,7 @@ from scheduler.build import DiscardEvents, DiscardStatus, build_scheduler
 from scheduler.client.backoff import Backoff
 from scheduler.client.config import ClientConfigError, load_client_config
 from scheduler.client.events import EventRecorder
-from scheduler.client.informer import Informer, InformerGroup
+from scheduler.client.informer import EventHandler, Informer, InformerGroup
 from scheduler.client.outage import OutageLog
 from scheduler.client.rest import KubeClient, TransportError
 from scheduler.client.statuswriter import PodStatusWriter
@@ -39,7 +39,7 @@ from scheduler.config import (
     default_config,
     load_config,
 )
-from scheduler.eventhandlers import MalformedPods, NodeEvents, PodEvents, ResourceEvents
+from scheduler.eventhandlers import MalformedPods, ResourceEvents
 from scheduler.explain.endpoint import explain_handler
 from scheduler.extender import HTTPExtender, close_all
 from scheduler.features import (
@@ -409,17 +409,14 @@ class SchedulerApp:
         )
         self.cache, self.queue, self.frameworks = parts.cache, parts.queue, parts.frameworks
         self.extenders = parts.extenders
-        pod_events: Any = PodEvents(self.cache, self.queue, names, self._reject_waiting)
-        if parts.pod_groups is not None:  # GenericWorkload: members are known before the pod is queued
-            wake = self.features.enabled(GANG_SCHEDULING)
-            pod_events = parts.pod_groups.handler(pod_events, self.queue, wake_gangs=wake)
+        pod_events: EventHandler[Pod] = parts.pod_events
         if self.shadow_name:
             first = parts.frameworks[names[0]]
             self.shadow = ShadowMode(
                 self.shadow_name, parts.scheduler, first, self.metrics.registry, busy=self._has_pods_ready
             )
             pod_events = ShadowPodEvents(self.shadow, pod_events)
-        node_events: Any = NodeEvents(self.cache, self.queue)
+        node_events: EventHandler[Node] = parts.node_events
         decode_pod: Callable[[dict[str, Any]], Pod] = Pod.from_dict
         decode_node: Callable[[dict[str, Any]], Node] = Node.from_dict
         if parts.api_objects is not None:  # extenders are sent the objects' API JSON
@@ -437,7 +434,7 @@ class SchedulerApp:
             outage=self.outage,
             malformed=self.malformed_pods,
         )
-        informers = [
+        informers: list[Informer[Any]] = [
             self.pod_informer,
             Informer(
                 self.client,
@@ -591,12 +588,6 @@ class SchedulerApp:
             config = await load_client_config(kubeconfig)
             self._extra_clients[kubeconfig] = KubeClient(config, qps=200, burst=400)
         return self._extra_clients[kubeconfig]
-
-    def _reject_waiting(self, uid: str) -> None:
-        for fwk in self.frameworks.values():
-            waiting = fwk.waiting_pods.get(uid)
-            if waiting is not None:
-                waiting.reject("", "pod was deleted while waiting at Permit")
 
     def _current_pod(self, pod: Pod) -> Pod | None:
         return self.pod_informer.store.get(pod.key)

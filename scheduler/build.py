@@ -12,12 +12,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from scheduler.api import Pod
+from scheduler.api import Node, Pod
 from scheduler.cache import Cache
+from scheduler.client.informer import EventHandler
 from scheduler.config import SchedulerConfiguration
+from scheduler.eventhandlers import NodeEvents, PodEvents
 from scheduler.extender import ApiObjects, ExtenderConfigError, HTTPExtender, build_extenders
 from scheduler.features import (
     DEFAULT_FEATURES,
+    GANG_SCHEDULING,
     GENERIC_WORKLOAD,
     TOPOLOGY_AWARE_WORKLOAD_SCHEDULING,
     FeatureGates,
@@ -58,6 +61,9 @@ class SchedulerParts:
     queue: SchedulingQueue
     frameworks: dict[str, Framework]
     scheduler: Scheduler
+    # the Pod and Node informers' handlers (pod group members kept first with GenericWorkload)
+    pod_events: EventHandler[Pod]
+    node_events: EventHandler[Node]
     extenders: list[HTTPExtender]  # closed at shutdown
     # what the pod and node informers keep for the extenders (None without extenders)
     api_objects: ApiObjects | None = None
@@ -158,4 +164,11 @@ def build_scheduler(
             metrics=metrics.pod_groups() if metrics is not None else None,
             rng=rng,
         )
-    return SchedulerParts(cache, queue, frameworks, scheduler, extenders, api_objects, members)
+    names = [profile.scheduler_name for profile in config.profiles]
+    pod_events: EventHandler[Pod] = PodEvents(cache, queue, names, scheduler.reject_waiting)
+    if members is not None:  # members are known before the pod is queued
+        pod_events = members.handler(pod_events, queue, wake_gangs=features.enabled(GANG_SCHEDULING))
+    node_events = NodeEvents(cache, queue)
+    return SchedulerParts(
+        cache, queue, frameworks, scheduler, pod_events, node_events, extenders, api_objects, members
+    )

@@ -299,6 +299,13 @@ class Scheduler:
         task.add_done_callback(self._binding_done)
         return True
 
+    def reject_waiting(self, uid: str) -> None:
+        """A pod deleted while held at Permit gives back what it reserved at once."""
+        for fwk in self.frameworks.values():
+            waiting = fwk.waiting_pods.get(uid)
+            if waiting is not None:
+                waiting.reject("", "pod was deleted while waiting at Permit")
+
     def _record_nomination(self, pod: Pod, result: PostFilterResult | None) -> None:
         """Follow PostFilter's verdict at once, before the API reflects the status patch."""
         if result is None:

@@ -3,7 +3,8 @@
 A pod rejected by a cycle must not be parked in the unschedulable pool if an event that could
 have changed the verdict arrived while the cycle ran (the cycle read the older state). Events are
 kept in one sequence only while some pod is in flight; each pod remembers where the sequence stood
-when it was popped, and events older than the oldest pod still in flight are dropped.
+when it was popped, and events older than the oldest pod still in flight are dropped. An event
+may name a pod it must not count for (``exclude``: the pod whose own failure caused it).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ class InFlight:
     def __init__(self) -> None:
         # uid -> sequence number at pop; insertion order == pop order, so the first is the oldest
         self._pods: dict[str, int] = {}
-        self._events: deque[tuple[int, ClusterEvent, Any, Any]] = deque()
+        self._events: deque[tuple[int, ClusterEvent, Any, Any, str]] = deque()
         self._seq = 0
 
     def __contains__(self, uid: object) -> bool:
@@ -33,19 +34,20 @@ class InFlight:
         self._seq += 1
         self._pods.setdefault(uid, self._seq)
 
-    def record(self, event: ClusterEvent, old: Any, new: Any) -> bool:
+    def record(self, event: ClusterEvent, old: Any, new: Any, exclude: str = "") -> bool:
         """Remember ``event`` for the pods in flight; False (nothing kept) when there are none."""
         if not self._pods:
             return False
         self._seq += 1
-        self._events.append((self._seq, event, old, new))
+        self._events.append((self._seq, event, old, new, exclude))
         return True
 
-    def events_since_start(self, uid: str) -> list[tuple[ClusterEvent, Any, Any]]:
+    def events_since_start(self, uid: str) -> list[tuple[ClusterEvent, Any, Any, str]]:
+        """(event, old, new, exclude) of the events since ``uid`` was popped."""
         start = self._pods.get(uid)
         if start is None:
             return []
-        return [(event, old, new) for seq, event, old, new in self._events if seq > start]
+        return [(event, old, new, exclude) for seq, event, old, new, exclude in self._events if seq > start]
 
     def finish(self, uid: str) -> None:
         if self._pods.pop(uid, None) is None:

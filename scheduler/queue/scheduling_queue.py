@@ -232,7 +232,7 @@ class SchedulingQueue:
             if self._gate_may_open(info, event, old, new):
                 self._try_ungate(info, label)
         self._move_request_cycle = self._cycle
-        self._in_flight.record(event, old, new)
+        self._in_flight.record(event, old, new, exclude)
         self._report()
 
     def activate(self, pods: Iterable[Pod]) -> None:
@@ -602,8 +602,10 @@ class SchedulingQueue:
         if not (info.unschedulable_plugins or info.pending_plugins):
             return _Strategy.AFTER_BACKOFF, SCHEDULE_ATTEMPT_FAILURE
         best, label = _Strategy.SKIP, SCHEDULE_ATTEMPT_FAILURE
-        for event, old, new in self._in_flight.events_since_start(info.pod.uid):
-            strategy = self._worth_requeuing(info, event, old, new, gang=gang)
+        for event, old, new, exclude in self._in_flight.events_since_start(info.pod.uid):
+            if gang is None and exclude == info.pod.uid:
+                continue
+            strategy = self._worth_requeuing(info, event, old, new, exclude=exclude, gang=gang)
             if strategy > best:
                 best, label = strategy, event_label(event)
             if best is _Strategy.IMMEDIATELY:

@@ -28,6 +28,7 @@ from scheduler.testing.harness import (
     run_plugin,
     run_profile,
 )
+from scheduler.testing.inmemory import InMemoryCluster, InMemoryLister
 
 __all__ = [
     "Cluster",
@@ -36,6 +37,8 @@ __all__ = [
     "FakeHandle",
     "FakeLister",
     "FakeSnapshot",
+    "InMemoryCluster",
+    "InMemoryLister",
     "PermitOutcome",
     "PluginOutcome",
     "ProfileOutcome",

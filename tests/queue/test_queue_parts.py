@@ -108,10 +108,10 @@ def test_in_flight_keeps_events_only_while_an_older_pod_needs_them():
     flight.record(event, None, "e1")
     flight.start("b")
     flight.record(event, None, "e2")
-    assert [new for _, _, new in flight.events_since_start("a")] == ["e1", "e2"]
-    assert [new for _, _, new in flight.events_since_start("b")] == ["e2"]
+    assert [new for _, _, new, _ in flight.events_since_start("a")] == ["e1", "e2"]
+    assert [new for _, _, new, _ in flight.events_since_start("b")] == ["e2"]
     flight.finish("a")
-    assert [new for _, _, new in flight.events_since_start("b")] == ["e2"]
+    assert [new for _, _, new, _ in flight.events_since_start("b")] == ["e2"]
     flight.finish("b")
     assert len(flight) == 0
     flight.start("c")
