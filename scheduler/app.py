@@ -73,6 +73,7 @@ from scheduler.runtime import FrameworkError
 from scheduler.schedule_one import Scheduler
 from scheduler.serving import DelegatedAuth, ServingCertificate, StatusServer, TLSConfigError
 from scheduler.serving import options as serving_options
+from scheduler.serving.auth import MAX_REVIEWS_IN_FLIGHT, REVIEW_BURST, REVIEW_QPS
 from scheduler.serving.options import ServingOptions
 from scheduler.serving.server import Check, Handler
 from scheduler.shadow import ShadowMode, ShadowPodEvents
@@ -367,7 +368,7 @@ class SchedulerApp:
         self.exit_code = 0
         self._tasks: list[asyncio.Task[Any]] = []
         self._spawn_later: list[tuple[Any, str]] = []  # background work that _build set up
-        self._extra_clients: dict[str, KubeClient] = {}
+        self._review_clients: list[KubeClient] = []
         self.server: StatusServer | None = None
         self.scheduler: Scheduler | None = None
         self.extenders: list[HTTPExtender] = []
@@ -575,19 +576,22 @@ class SchedulerApp:
             return None, None
         tls = ServingCertificate(self.serving.tls)
         self._spawn_later.append((tls.watch(), "serving certificate reloader"))
-        authn = await self._client_for(self.serving.authentication_kubeconfig)
-        authz = await self._client_for(self.serving.authorization_kubeconfig)
+        authn = await self._review_client(self.serving.authentication_kubeconfig)
+        authz = await self._review_client(self.serving.authorization_kubeconfig)
         return tls, DelegatedAuth(authn, authz, self.serving.auth)
 
-    async def _client_for(self, kubeconfig: str) -> KubeClient:
-        """The scheduler's own connection, or one to the cluster of ``kubeconfig``."""
+    async def _review_client(self, kubeconfig: str) -> KubeClient:
+        """A client of its own for one kind of review, to the cluster of ``kubeconfig`` or the
+        scheduler's: as upstream's delegating authenticator and authorizer, with its own token
+        bucket (QPS 200, burst 400) and connections, so whoever reaches the port cannot spend
+        the budget that bindings and status writes are paced by."""
         if not kubeconfig or kubeconfig == self.kubeconfig:
-            return self.client
-        if kubeconfig not in self._extra_clients:
-            # reviews are answered per request: a high limit, as upstream's delegating clients use
+            config = self.client.config
+        else:
             config = await load_client_config(kubeconfig)
-            self._extra_clients[kubeconfig] = KubeClient(config, qps=200, burst=400)
-        return self._extra_clients[kubeconfig]
+        client = KubeClient(config, qps=REVIEW_QPS, burst=REVIEW_BURST, max_connections=MAX_REVIEWS_IN_FLIGHT)
+        self._review_clients.append(client)
+        return client
 
     def _current_pod(self, pod: Pod) -> Pod | None:
         return self.pod_informer.store.get(pod.key)
@@ -744,7 +748,7 @@ class SchedulerApp:
         self.queue.close()
         if self.server is not None:
             await self.server.stop()
-        for client in self._extra_clients.values():
+        for client in self._review_clients:
             await client.close()
         await close_all(self.extenders)
         await self.client.close()

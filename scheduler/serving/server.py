@@ -219,8 +219,9 @@ class StatusServer:
 
 
 def _status_response(code: int, message: str) -> web.Response:
-    """A ``kind: Status`` failure, as the API server answers 401 and 403."""
-    reason = {401: "Unauthorized", 403: "Forbidden"}.get(code, "Failure")
+    """A ``kind: Status`` failure, as the API server answers 401, 403 and 429 (with a
+    Retry-After, as its in-flight limit sends)."""
+    reason = {401: "Unauthorized", 403: "Forbidden", 429: "TooManyRequests"}.get(code, "Failure")
     body = {
         "kind": "Status",
         "apiVersion": "v1",
@@ -231,7 +232,10 @@ def _status_response(code: int, message: str) -> web.Response:
         "details": {},
         "code": code,
     }
-    return web.Response(status=code, body=orjson.dumps(body), content_type="application/json")
+    headers = {"Retry-After": "1"} if code == 429 else None
+    return web.Response(
+        status=code, body=orjson.dumps(body), content_type="application/json", headers=headers
+    )
 
 
 def _run(name: str, check: Callable[[], str | None]) -> str | None:
