@@ -30,6 +30,7 @@ from scheduler.client.informer import EventHandler, Informer, InformerGroup
 from scheduler.client.outage import OutageLog
 from scheduler.client.rest import KubeClient, TransportError
 from scheduler.client.statuswriter import PodStatusWriter
+from scheduler.client.transport import ProxyError
 from scheduler.config import (
     DEFAULT_PLUGINS,
     EXTENSION_POINTS,
@@ -616,6 +617,9 @@ class SchedulerApp:
         except ClientConfigError as exc:
             log.error("cannot reach the cluster: %s", exc)
             return 1
+        except ProxyError as exc:  # a proxy variable of the environment that cannot be used
+            log.error("cannot reach the cluster: %s", exc)
+            return 2
         except MissingResource as exc:
             log.error("%s", exc)
             await self.client.close()

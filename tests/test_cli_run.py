@@ -54,3 +54,16 @@ def test_a_half_given_tls_pair_exits_2_naming_the_flags(tmp_path, capsys) -> Non
     (tmp_path / "tls.crt").write_text("x")
     assert main(["run", "--tls-cert-file", str(tmp_path / "tls.crt")]) == 2
     assert "--tls-cert-file and --tls-private-key-file must be given together" in capsys.readouterr().err
+
+
+def test_an_unusable_proxy_variable_exits_2_naming_it(tmp_path, capsys, monkeypatch) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: c, cluster: {server: 'https://api.cluster.invalid:6443'}}]\n"
+        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n"
+    )
+    monkeypatch.setenv("HTTPS_PROXY", "socks4://proxy.corp:1080")
+    config = write(tmp_path, "leaderElection: {leaderElect: false}\n")
+    assert main(["run", "--config", config, "--kubeconfig", str(kubeconfig), "--plain-http"]) == 2
+    assert "$HTTPS_PROXY: proxy 'socks4://proxy.corp:1080'" in capsys.readouterr().err

@@ -1,16 +1,22 @@
-"""HTTP/1.1 to the API server on asyncio protocols: a keep-alive pool, TLS, HTTP proxies.
+"""HTTP/1.1 to the API server on asyncio protocols: a keep-alive pool, TLS, proxies.
 
 Why not a general HTTP client: per request those build URL objects, header multidicts, request
-and response objects and timers, and aiohttp's client also scans the environment for proxies
-and reads ``~/.netrc`` in a thread on every request. End to end that was a third of the
-scheduler's CPU per pod. The API server's side of HTTP is small — JSON bodies framed by
-Content-Length or chunked, keep-alive connections — so this module speaks just that: one
-request at a time per pooled connection, one ``write`` per request, the answer parsed from the
-bytes as they arrive. Watches get a connection of their own, read as a stream of lines.
+and response objects and timers. kubernetes_asyncio's client, which the scheduler first used,
+also creates its aiohttp session with ``trust_env=True``, so every request scanned the
+environment for proxies and read ``~/.netrc`` in a thread; that was a third of the scheduler's
+CPU per pod. Measured since (``python -m bench.transport``), aiohttp with ``trust_env=False``
+still costs about twice this module per request. The API server's side of HTTP is small —
+JSON bodies framed by Content-Length or chunked, keep-alive connections — so this module
+speaks just that: one request at a time per pooled connection, one ``write`` per request, the
+answer parsed from the bytes as they arrive. Watches get a connection of their own, read as a
+stream of lines.
 
-Proxies follow client-go: the kubeconfig's ``proxy-url`` if set, else ``HTTPS_PROXY`` /
-``HTTP_PROXY`` / ``NO_PROXY`` read once, never for loopback hosts; https goes through a CONNECT
-tunnel. Only ``http://`` proxies are supported.
+Proxies follow client-go (Go's transport): the kubeconfig's ``proxy-url`` if set, else
+``HTTPS_PROXY`` / ``HTTP_PROXY`` / ``NO_PROXY`` read once, never for loopback hosts. An
+``http://`` proxy gets plain requests in absolute form and a CONNECT tunnel for https; an
+``https://`` proxy is the same over TLS to the proxy (its certificate checked as the API
+server's is, as Go does); a ``socks5://`` (``socks5h://``) proxy opens a SOCKS5 tunnel (with
+the URL's user and password, if any), the API server named by its host name.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ import ssl
 import urllib.parse
 from collections import deque
 from collections.abc import AsyncIterator, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import cast
 
 MAX_HEAD = 64 * 1024  # bytes of status line and headers an answer may have
@@ -49,24 +55,52 @@ class ProtocolError(HttpError):
     """The server's answer was not HTTP/1.1 this client understands."""
 
 
+PROXY_SCHEMES = {"http": 80, "https": 443, "socks5": 1080, "socks5h": 1080}  # and default ports
+
+
+class ProxyError(ValueError):
+    """A proxy URL that cannot be used; the message names where it came from."""
+
+
 @dataclass(frozen=True, slots=True)
 class Proxy:
+    scheme: str  # one of PROXY_SCHEMES
     host: str
     port: int
-    authorization: str | None  # a Proxy-Authorization value from the URL's user:password
+    username: str | None = None  # from the URL's user:password
+    password: str = field(default="", repr=False)
 
     @classmethod
     def parse(cls, url: str) -> Proxy:
+        """Raises ``ProxyError``; a URL without a scheme is an http:// one, as in Go."""
         parts = urllib.parse.urlsplit(url if "://" in url else f"http://{url}")
-        if parts.scheme != "http":
-            raise ValueError(f"proxy {url!r}: only http:// proxies are supported")
+        scheme = parts.scheme.lower()
+        if scheme not in PROXY_SCHEMES:
+            raise ProxyError(f"proxy {url!r}: the scheme must be http, https, socks5 or socks5h")
+        try:
+            port = parts.port
+        except ValueError:
+            raise ProxyError(f"proxy {url!r}: the port is not a number from 1 to 65535") from None
         if not parts.hostname:
-            raise ValueError(f"proxy {url!r} names no host")
-        authorization = None
-        if parts.username is not None:
-            userinfo = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
-            authorization = "Basic " + base64.b64encode(userinfo.encode()).decode()
-        return cls(parts.hostname, parts.port or 80, authorization)
+            raise ProxyError(f"proxy {url!r} names no host")
+        username = urllib.parse.unquote(parts.username) if parts.username is not None else None
+        password = urllib.parse.unquote(parts.password or "")
+        return cls(scheme, parts.hostname, port or PROXY_SCHEMES[scheme], username, password)
+
+    @property
+    def socks(self) -> bool:
+        return self.scheme.startswith("socks5")
+
+    @property
+    def authorization(self) -> str | None:
+        """The Proxy-Authorization value for an HTTP(S) proxy with credentials."""
+        if self.username is None or self.socks:
+            return None
+        userinfo = f"{self.username}:{self.password}"
+        return "Basic " + base64.b64encode(userinfo.encode()).decode()
+
+    def describe(self) -> str:
+        return f"{self.scheme} proxy {_host_port(self.host, self.port)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +131,7 @@ class Endpoint:
         if https and tls is None:
             tls = ssl.create_default_context()
         port = parts.port or (443 if https else 80)
-        proxy_url = proxy_url or environment_proxy(parts.scheme, parts.hostname, port)
+        proxy = proxy_for(parts.scheme, parts.hostname, port, proxy_url)
         return cls(
             scheme=parts.scheme,
             host=parts.hostname,
@@ -105,7 +139,7 @@ class Endpoint:
             base_path=parts.path.rstrip("/"),
             tls=tls if https else None,
             server_hostname=server_hostname,
-            proxy=Proxy.parse(proxy_url) if proxy_url else None,
+            proxy=proxy,
         )
 
     @property
@@ -119,9 +153,24 @@ class Endpoint:
         target = urllib.parse.quote(self.base_path + path, safe=_PATH_SAFE)
         if params:
             target += "?" + urllib.parse.urlencode(params)
-        if self.proxy is not None and self.tls is None:
-            return f"http://{self.authority}{target}"  # plain http through a proxy: absolute form
+        if self.proxy is not None and not self.proxy.socks and self.tls is None:
+            return f"http://{self.authority}{target}"  # plain http through an HTTP proxy: absolute form
         return target
+
+
+def proxy_for(scheme: str, host: str, port: int, proxy_url: str | None = None) -> Proxy | None:
+    """The proxy to reach ``scheme://host:port`` through: ``proxy_url`` if given, else the
+    environment's (``environment_proxy``). Raises ``ProxyError`` naming the variable."""
+    if proxy_url:
+        return Proxy.parse(proxy_url)
+    found = _environment_proxy(scheme, host, port)
+    if found is None:
+        return None
+    variable, value = found
+    try:
+        return Proxy.parse(value)
+    except ProxyError as exc:
+        raise ProxyError(f"${variable}: {exc}") from None
 
 
 def environment_proxy(scheme: str, host: str, port: int) -> str | None:
@@ -132,16 +181,29 @@ def environment_proxy(scheme: str, host: str, port: int) -> str | None:
     ``NO_PROXY`` names: ``*``, IP addresses, CIDR ranges, ``name`` (the name and its subdomains),
     ``.name`` (subdomains only), each optionally with ``:port``.
     """
+    found = _environment_proxy(scheme, host, port)
+    return found[1] if found is not None else None
+
+
+def _environment_proxy(scheme: str, host: str, port: int) -> tuple[str, str] | None:
+    """``environment_proxy``, with the name of the variable that gave it."""
     if _is_loopback(host):
         return None
-    proxy = _environment("HTTPS_PROXY" if scheme == "https" else "HTTP_PROXY")
-    if not proxy or _bypassed(host.lower(), port, _environment("NO_PROXY")):
+    found = _environment("HTTPS_PROXY" if scheme == "https" else "HTTP_PROXY")
+    if found is None:
         return None
-    return proxy
+    no_proxy = _environment("NO_PROXY")
+    if _bypassed(host.lower(), port, no_proxy[1] if no_proxy is not None else ""):
+        return None
+    return found
 
 
-def _environment(name: str) -> str:
-    return os.environ.get(name) or os.environ.get(name.lower()) or ""
+def _environment(name: str) -> tuple[str, str] | None:
+    """The first of ``name`` and its lower-case form that is set and not empty, with its value."""
+    for variable in (name, name.lower()):
+        if value := os.environ.get(variable):
+            return variable, value
+    return None
 
 
 def _bypassed(host: str, port: int, no_proxy: str) -> bool:
@@ -541,49 +603,124 @@ class HttpPool:
         conn.close()
 
     async def _connect(self) -> _Connection:
+        """A connection to the API server: direct, or through the proxy's tunnel."""
         endpoint = self.endpoint
-        loop = asyncio.get_running_loop()
         proxy = endpoint.proxy
-        host, port = (proxy.host, proxy.port) if proxy else (endpoint.host, endpoint.port)
-        direct_tls = endpoint.tls if proxy is None else None
-        try:
-            _, conn = await loop.create_connection(
-                _Connection,
-                host,
-                port,
-                ssl=direct_tls,
-                server_hostname=(endpoint.server_hostname or endpoint.host) if direct_tls else None,
-            )
-        except (OSError, ssl.SSLError) as exc:
-            raise ConnectError(f"connect to {host}:{port}: {_describe(exc)}") from exc
-        if proxy is not None and endpoint.tls is not None:
-            conn = await self._tunnel(loop, conn, proxy)
-        return conn
-
-    async def _tunnel(self, loop: asyncio.AbstractEventLoop, conn: _Connection, proxy: Proxy) -> _Connection:
-        """CONNECT through the proxy, then TLS to the API server inside the tunnel."""
-        endpoint = self.endpoint
-        headers = [("Proxy-Authorization", proxy.authorization)] if proxy.authorization else []
+        name = endpoint.server_hostname or endpoint.host
+        if proxy is None:
+            return await _open(endpoint.host, endpoint.port, endpoint.tls, name)
+        # an https:// proxy is reached over TLS, checked as Go's transport does (the API server's
+        # TLS settings, the proxy's name)
+        proxy_tls = (endpoint.tls or ssl.create_default_context()) if proxy.scheme == "https" else None
+        conn = await _open(proxy.host, proxy.port, proxy_tls, proxy.host)
         authority = _host_port(endpoint.host, endpoint.port)
         try:
-            await conn.send(encode_request("CONNECT", authority, authority, headers, None))
-            status, _ = await _read_head(conn)
+            if proxy.socks:
+                await _socks5_connect(conn, proxy, endpoint.host, endpoint.port)
+            elif endpoint.tls is not None:
+                await _http_connect(conn, proxy, authority)
+            if endpoint.tls is not None:
+                await _start_tls(conn, endpoint.tls, name, f"TLS to {authority} through the proxy")
         except HttpError as exc:
             conn.close()
-            raise ConnectError(f"proxy {proxy.host}:{proxy.port}: {exc}") from exc
-        if status != 200:
+            if isinstance(exc, ConnectError):
+                raise
+            raise ConnectError(f"{proxy.describe()}: {exc}") from exc
+        except BaseException:
             conn.close()
-            raise ConnectError(f"proxy {proxy.host}:{proxy.port} refused CONNECT {authority}: {status}")
-        assert conn.transport is not None and endpoint.tls is not None
-        try:
-            transport = await loop.start_tls(
-                conn.transport, conn, endpoint.tls, server_hostname=endpoint.server_hostname or endpoint.host
-            )
-        except (OSError, ssl.SSLError) as exc:
-            conn.close()
-            raise ConnectError(f"TLS to {authority} through the proxy: {_describe(exc)}") from exc
-        conn.transport = cast(asyncio.Transport, transport)
+            raise
         return conn
+
+
+async def _open(host: str, port: int, tls: ssl.SSLContext | None, name: str) -> _Connection:
+    loop = asyncio.get_running_loop()
+    try:
+        _, conn = await loop.create_connection(
+            _Connection, host, port, ssl=tls, server_hostname=name if tls is not None else None
+        )
+    except (OSError, ssl.SSLError) as exc:
+        raise ConnectError(f"connect to {_host_port(host, port)}: {_describe(exc)}") from exc
+    return conn
+
+
+async def _start_tls(conn: _Connection, tls: ssl.SSLContext, name: str, what: str) -> None:
+    """TLS over the connection as it is (inside a tunnel, itself perhaps TLS to the proxy)."""
+    assert conn.transport is not None
+    try:
+        transport = await asyncio.get_running_loop().start_tls(
+            conn.transport, conn, tls, server_hostname=name
+        )
+    except (OSError, ssl.SSLError) as exc:
+        raise ConnectError(f"{what}: {_describe(exc)}") from exc
+    conn.transport = cast(asyncio.Transport, transport)
+
+
+async def _http_connect(conn: _Connection, proxy: Proxy, authority: str) -> None:
+    """CONNECT ``authority`` through an HTTP(S) proxy."""
+    authorization = proxy.authorization
+    headers = [("Proxy-Authorization", authorization)] if authorization else []
+    await conn.send(encode_request("CONNECT", authority, authority, headers, None))
+    status, _ = await _read_head(conn)
+    if status != 200:
+        raise ConnectError(f"{proxy.describe()} refused CONNECT {authority}: {status}")
+
+
+# RFC 1928's reply codes, as Go's SOCKS client words them
+_SOCKS_REPLIES = {
+    1: "general SOCKS server failure",
+    2: "connection not allowed by ruleset",
+    3: "network unreachable",
+    4: "host unreachable",
+    5: "connection refused",
+    6: "TTL expired",
+    7: "command not supported",
+    8: "address type not supported",
+}
+_SOCKS_NO_AUTH, _SOCKS_PASSWORD, _SOCKS_NONE_ACCEPTABLE = 0x00, 0x02, 0xFF
+
+
+async def _socks5_connect(conn: _Connection, proxy: Proxy, host: str, port: int) -> None:
+    """A SOCKS5 tunnel to ``host:port`` (RFC 1928), with RFC 1929's username and password when
+    the proxy URL has them; a host name is sent as such, for the proxy to resolve (as Go does)."""
+    where = proxy.describe()
+    methods = bytes([_SOCKS_NO_AUTH, _SOCKS_PASSWORD] if proxy.username is not None else [_SOCKS_NO_AUTH])
+    await conn.send(bytes([5, len(methods)]) + methods)
+    version, method = await _read_exact(conn, 2)
+    if version != 5:
+        raise ProtocolError(f"{where} did not answer as a SOCKS5 proxy")
+    if method == _SOCKS_PASSWORD and proxy.username is not None:
+        user, password = proxy.username.encode(), proxy.password.encode()
+        if len(user) > 255 or len(password) > 255:
+            raise ConnectError(f"{where}: a SOCKS5 username or password has at most 255 bytes")
+        await conn.send(bytes([1, len(user)]) + user + bytes([len(password)]) + password)
+        _, status = await _read_exact(conn, 2)
+        if status != 0:
+            raise ConnectError(f"{where} refused the username and password")
+    elif method != _SOCKS_NO_AUTH:
+        offered = "no authentication or a username and password" if proxy.username else "no authentication"
+        raise ConnectError(f"{where} accepts none of the methods offered ({offered})")
+    address = _ip(host)
+    if address is None:
+        name = host.encode("idna")
+        if len(name) > 255:
+            raise ConnectError(f"{where}: the host name {host!r} is too long for SOCKS5")
+        destination = bytes([3, len(name)]) + name
+    else:
+        destination = bytes([1 if address.version == 4 else 4]) + address.packed
+    await conn.send(bytes([5, 1, 0]) + destination + port.to_bytes(2, "big"))
+    version, reply, _, kind = await _read_exact(conn, 4)
+    if version != 5:
+        raise ProtocolError(f"{where} did not answer as a SOCKS5 proxy")
+    if reply != 0:
+        reason = _SOCKS_REPLIES.get(reply, f"unknown reply {reply}")
+        raise ConnectError(f"{where} could not connect to {_host_port(host, port)}: {reason}")
+    if kind == 3:
+        bound_length = (await _read_exact(conn, 1))[0]
+    elif kind in (1, 4):
+        bound_length = 4 if kind == 1 else 16
+    else:
+        raise ProtocolError(f"{where} answered with an unknown address type {kind}")
+    await _read_exact(conn, bound_length + 2)  # the address the proxy connected from: unused
 
 
 class LineStream:

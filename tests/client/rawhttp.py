@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import socket
 import ssl
 import struct
@@ -261,3 +262,54 @@ async def until(condition: Callable[[], bool], timeout: float = 2.0) -> None:
     async with asyncio.timeout(timeout):
         while not condition():
             await asyncio.sleep(0.002)
+
+
+class SocksProxy:
+    """A SOCKS5 proxy script (RFC 1928; RFC 1929's username and password when ``credentials``
+    are set). ``routes`` as TunnelProxy's; ``reply`` a failure code every CONNECT is answered.
+    ``asked`` records each CONNECT as (address type, host, port), ``logins`` each login."""
+
+    def __init__(
+        self,
+        routes: dict[str, tuple[str, int]] | None = None,
+        credentials: tuple[bytes, bytes] | None = None,
+        reply: int = 0,
+    ) -> None:
+        self.routes = routes or {}
+        self.credentials = credentials
+        self.reply = reply
+        self.asked: list[tuple[int, str, int]] = []
+        self.logins: list[tuple[bytes, bytes]] = []
+
+    async def __call__(self, peer: Peer) -> None:
+        reader, writer = peer.reader, peer.writer
+        _, count = await reader.readexactly(2)
+        methods = await reader.readexactly(count)
+        wanted = 2 if self.credentials is not None else 0
+        if wanted not in methods:
+            writer.write(b"\x05\xff")
+            return
+        writer.write(bytes([5, wanted]))
+        if self.credentials is not None:
+            _, length = await reader.readexactly(2)
+            user = await reader.readexactly(length)
+            password = await reader.readexactly((await reader.readexactly(1))[0])
+            self.logins.append((user, password))
+            accepted = (user, password) == self.credentials
+            writer.write(bytes([1, 0 if accepted else 1]))
+            if not accepted:
+                return
+        _, _command, _, kind = await reader.readexactly(4)
+        if kind == 3:
+            host = (await reader.readexactly((await reader.readexactly(1))[0])).decode()
+        else:
+            host = str(ipaddress.ip_address(await reader.readexactly(4 if kind == 1 else 16)))
+        port = int.from_bytes(await reader.readexactly(2), "big")
+        self.asked.append((kind, host, port))
+        bound = bytes([1, 127, 0, 0, 1]) + (1080).to_bytes(2, "big")
+        if self.reply:
+            writer.write(bytes([5, self.reply, 0]) + bound)
+            return
+        up_reader, up_writer = await asyncio.open_connection(*self.routes.get(f"{host}:{port}", (host, port)))
+        writer.write(bytes([5, 0, 0]) + bound)
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))

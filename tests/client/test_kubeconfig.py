@@ -836,8 +836,8 @@ MALFORMED: list[tuple[str, Any, str]] = [
     ),
     (
         "proxy",
-        _cluster(**{"proxy-url": "socks5://p:1080"}),
-        "proxy-url: proxy 'socks5://p:1080': only http://",
+        _cluster(**{"proxy-url": "socks4://p:1080"}),
+        "proxy-url: proxy 'socks4://p:1080': the scheme must be http, https, socks5 or socks5h",
     ),
     (
         "key-base64",

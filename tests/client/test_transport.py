@@ -25,6 +25,7 @@ from scheduler.client.transport import (
     HttpPool,
     ProtocolError,
     Proxy,
+    ProxyError,
     Response,
     encode_request,
     environment_proxy,
@@ -37,6 +38,7 @@ from tests.client.rawhttp import (
     Peer,
     Script,
     Server,
+    SocksProxy,
     TunnelProxy,
     answers,
     chunk,
@@ -902,32 +904,148 @@ async def test_a_proxy_refusing_connect_raises_connect_error_naming_the_status(
     await until(proxy.peers[0].ended.is_set)
 
 
+async def test_https_through_a_socks5_proxy_logs_in_and_names_the_host(
+    serve: Serve, pools: Pools, server_tls: ssl.SSLContext, trusting: ssl.SSLContext
+) -> None:
+    api = await serve(answers(ok(b"through socks"), ok(b"again")), tls=server_tls)
+    socks = SocksProxy(routes={"extender.test:443": ("127.0.0.1", api.port)}, credentials=(b"me", b"pa:ss"))
+    proxy = await serve(socks)
+    pool = pools(
+        "https://extender.test", tls=trusting, proxy_url=f"socks5://me:pa%3Ass@127.0.0.1:{proxy.port}"
+    )
+
+    assert (await get(pool, "/api/v1/pods")).body == b"through socks"
+    assert (await get(pool, "/again")).body == b"again"
+
+    assert socks.asked == [(3, "extender.test", 443)]  # by name, for the proxy to resolve
+    assert socks.logins == [(b"me", b"pa:ss")]
+    assert (proxy.connections, api.connections) == (1, 1)  # one tunnel, reused
+    assert api.seen[0].target == "/api/v1/pods"
+    assert api.seen[0].headers["host"] == "extender.test"
+
+
+async def test_plain_http_through_an_environment_socks5_proxy_sends_the_origin_form(
+    serve: Serve, pools: Pools, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    api = await serve(answers(ok(b"plain through socks")))
+    socks = SocksProxy(routes={"api.test:8080": ("127.0.0.1", api.port)})
+    proxy = await serve(socks)
+    monkeypatch.setenv("HTTP_PROXY", f"socks5h://127.0.0.1:{proxy.port}")
+    pool = pools("http://api.test:8080/base")
+
+    assert (await get(pool, pool.endpoint.target("/api/v1/pods", None))).body == b"plain through socks"
+    assert socks.asked == [(3, "api.test", 8080)]
+    assert api.seen[0].target == "/base/api/v1/pods"
+    assert "proxy-authorization" not in api.seen[0].headers
+
+
+async def test_a_socks5_proxy_gets_an_address_as_an_address(serve: Serve, pools: Pools) -> None:
+    api = await serve(answers(ok()))
+    socks = SocksProxy()
+    proxy = await serve(socks)
+    pool = pools(api.url, proxy_url=f"socks5://127.0.0.1:{proxy.port}")  # proxy-url: even for loopback
+
+    assert (await get(pool)).status == 200
+    assert socks.asked == [(1, "127.0.0.1", api.port)]
+
+
+@pytest.mark.parametrize(
+    ("socks", "userinfo", "message"),
+    [
+        (SocksProxy(reply=5), "", "could not connect to extender.test:443: connection refused"),
+        (SocksProxy(reply=2), "", "connection not allowed by ruleset"),
+        (SocksProxy(credentials=(b"me", b"right")), "me:wrong@", "refused the username and password"),
+        (SocksProxy(credentials=(b"me", b"right")), "", "accepts none of the methods offered"),
+    ],
+)
+async def test_a_socks5_proxy_that_refuses_raises_connect_error_saying_why(
+    serve: Serve, pools: Pools, trusting: ssl.SSLContext, socks: SocksProxy, userinfo: str, message: str
+) -> None:
+    proxy = await serve(socks)
+    pool = pools(
+        "https://extender.test", tls=trusting, proxy_url=f"socks5://{userinfo}127.0.0.1:{proxy.port}"
+    )
+
+    with pytest.raises(ConnectError, match=re.escape(f"socks5 proxy 127.0.0.1:{proxy.port}")) as raised:
+        await get(pool)
+    assert message in str(raised.value)
+
+
+async def test_https_through_an_https_proxy_is_tls_inside_tls(
+    serve: Serve, pools: Pools, server_tls: ssl.SSLContext, trusting: ssl.SSLContext
+) -> None:
+    api = await serve(answers(ok(b"tls in tls"), ok(b"again")), tls=server_tls)
+    # the proxy's certificate is checked as the API server's is: the same CA here
+    proxy = await serve(TunnelProxy(routes={"extender.test:443": ("127.0.0.1", api.port)}), tls=server_tls)
+    pool = pools("https://extender.test", tls=trusting, proxy_url=f"https://me:pw@127.0.0.1:{proxy.port}")
+
+    assert (await get(pool, "/api/v1/pods")).body == b"tls in tls"
+    assert (await get(pool, "/again")).body == b"again"
+
+    connect = proxy.seen[0]
+    assert (connect.method, connect.target) == ("CONNECT", "extender.test:443")
+    assert connect.headers["proxy-authorization"] == basic("me:pw")
+    assert (proxy.connections, api.connections, len(proxy.seen)) == (1, 1, 1)
+    assert api.seen[0].target == "/api/v1/pods"
+
+
+async def test_an_https_proxy_with_an_untrusted_certificate_raises_connect_error(
+    serve: Serve, pools: Pools, server_tls: ssl.SSLContext
+) -> None:
+    proxy = await serve(TunnelProxy(), tls=server_tls)
+    # plain http to the API server: the proxy is checked against the system's roots, as in Go
+    pool = pools("http://api.test:8080", proxy_url=f"https://127.0.0.1:{proxy.port}")
+
+    with pytest.raises(ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+        await get(pool)
+    assert proxy.seen == []
+
+
 @pytest.mark.parametrize(
     ("url", "expected"),
     [
-        ("http://proxy.corp:3128", Proxy("proxy.corp", 3128, None)),
-        ("proxy.corp:8080", Proxy("proxy.corp", 8080, None)),
-        ("http://proxy.corp", Proxy("proxy.corp", 80, None)),
-        ("http://user:p%40ss%3Aword@proxy.corp:3128", Proxy("proxy.corp", 3128, basic("user:p@ss:word"))),
-        ("http://user@proxy.corp:3128", Proxy("proxy.corp", 3128, basic("user:"))),
-        ("http://[fd00::1]:3128", Proxy("fd00::1", 3128, None)),
+        ("http://proxy.corp:3128", Proxy("http", "proxy.corp", 3128)),
+        ("proxy.corp:8080", Proxy("http", "proxy.corp", 8080)),
+        ("http://proxy.corp", Proxy("http", "proxy.corp", 80)),
+        ("http://user:p%40ss%3Aword@proxy.corp:3128", Proxy("http", "proxy.corp", 3128, "user", "p@ss:word")),
+        ("http://user@proxy.corp:3128", Proxy("http", "proxy.corp", 3128, "user", "")),
+        ("http://[fd00::1]:3128", Proxy("http", "fd00::1", 3128)),
+        ("https://proxy.corp", Proxy("https", "proxy.corp", 443)),
+        ("socks5://proxy.corp", Proxy("socks5", "proxy.corp", 1080)),
+        ("SOCKS5H://u:p@proxy.corp:1081", Proxy("socks5h", "proxy.corp", 1081, "u", "p")),
     ],
 )
-def test_proxy_parse_reads_host_port_and_credentials(url: str, expected: Proxy) -> None:
+def test_proxy_parse_reads_scheme_host_port_and_credentials(url: str, expected: Proxy) -> None:
     assert Proxy.parse(url) == expected
+
+
+def test_only_an_http_proxy_is_sent_basic_credentials() -> None:
+    assert Proxy.parse("https://user:pw@proxy.corp").authorization == basic("user:pw")
+    assert Proxy.parse("http://proxy.corp").authorization is None
+    assert Proxy.parse("socks5://user:pw@proxy.corp").authorization is None  # SOCKS5 logs in itself
 
 
 @pytest.mark.parametrize(
     ("url", "message"),
     [
-        ("socks5://proxy.corp:1080", "only http://"),
-        ("https://proxy.corp:3128", "only http://"),
+        ("socks4://proxy.corp:1080", "must be http, https, socks5 or socks5h"),
+        ("ftp://proxy.corp:3128", "must be http, https, socks5 or socks5h"),
         ("http://:3128", "names no host"),
+        ("http://proxy.corp:99999", "port is not a number"),
     ],
 )
 def test_proxy_parse_refuses_what_it_cannot_use(url: str, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ProxyError, match=message):
         Proxy.parse(url)
+
+
+@pytest.mark.parametrize("variable", ["HTTPS_PROXY", "https_proxy"])
+def test_an_unusable_environment_proxy_is_refused_naming_the_variable(
+    clean_env: None, monkeypatch: pytest.MonkeyPatch, variable: str
+) -> None:
+    monkeypatch.setenv(variable, "socks4://proxy.corp:1080")
+    with pytest.raises(ProxyError, match=re.escape(f"${variable}: proxy 'socks4://proxy.corp:1080'")):
+        Endpoint.from_url("https://api.example.com")
 
 
 def test_the_environment_proxy_is_chosen_by_scheme(clean_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -1019,11 +1137,9 @@ def test_endpoint_takes_the_environment_proxy_unless_one_is_given(
     clean_env: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HTTPS_PROXY", "http://env.corp:3128")
-    assert Endpoint.from_url("https://api.example.com").proxy == Proxy("env.corp", 3128, None)
-    given = Endpoint.from_url("https://api.example.com", proxy_url="http://given.corp:8080")
-    assert given.proxy == Proxy("given.corp", 8080, None)
-    with pytest.raises(ValueError, match="only http://"):
-        Endpoint.from_url("https://api.example.com", proxy_url="socks5://given.corp:1080")
+    assert Endpoint.from_url("https://api.example.com").proxy == Proxy("http", "env.corp", 3128)
+    given = Endpoint.from_url("https://api.example.com", proxy_url="socks5://given.corp:1080")
+    assert given.proxy == Proxy("socks5", "given.corp", 1080)
 
 
 # ---------------------------------------------------------------------------- Endpoint
@@ -1062,6 +1178,8 @@ def test_the_target_is_in_absolute_form_only_for_plain_http_through_a_proxy(clea
         Endpoint.from_url("https://api.example.com/base", proxy_url=proxy).target("/api", None) == "/base/api"
     )
     assert Endpoint.from_url("http://api.example.com/base").target("/api", None) == "/base/api"
+    socks = Endpoint.from_url("http://api.example.com:8080/base", proxy_url="socks5://proxy.corp")
+    assert socks.target("/api", None) == "/base/api"  # a SOCKS5 tunnel carries the origin form
 
 
 @pytest.mark.parametrize(
