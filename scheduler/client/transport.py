@@ -5,11 +5,11 @@ and response objects and timers. kubernetes_asyncio's client, which the schedule
 also creates its aiohttp session with ``trust_env=True``, so every request scanned the
 environment for proxies and read ``~/.netrc`` in a thread; that was a third of the scheduler's
 CPU per pod. Measured since (``python -m bench.transport``), aiohttp with ``trust_env=False``
-still costs about twice this module per request. The API server's side of HTTP is small —
-JSON bodies framed by Content-Length or chunked, keep-alive connections — so this module
-speaks just that: one request at a time per pooled connection, one ``write`` per request, the
-answer parsed from the bytes as they arrive. Watches get a connection of their own, read as a
-stream of lines.
+still spends two to three times this module's CPU per request. The API server's side of HTTP
+is small — JSON bodies framed by Content-Length or chunked, keep-alive connections — so this
+module speaks just that: one request at a time per pooled connection, one ``write`` per
+request, the answer parsed from the bytes as they arrive. Watches get a connection of their
+own, read as a stream of lines.
 
 Proxies follow client-go (Go's transport): the kubeconfig's ``proxy-url`` if set, else
 ``HTTPS_PROXY`` / ``HTTP_PROXY`` / ``NO_PROXY`` read once, never for loopback hosts. An
