@@ -18,9 +18,10 @@ request its Authorization header:
 - client certificates (files or data) for TLS;
 - ``auth-provider`` is refused: client-go dropped its in-tree providers for exec plugins.
 
-Certificate data never stays on disk: CA data is handed to OpenSSL in memory; a client key given
-as data is written to a private file (mode 0600, in /dev/shm when there is one), loaded and
-removed at once, since OpenSSL reads keys only from files.
+Key material never goes to a named file: CA data is handed to OpenSSL in memory; a client
+certificate and key given as data (or by an exec plugin) are written to an anonymous memory file
+(``memfd_create``) that OpenSSL opens through ``/proc/self/fd``, since it reads keys only from
+files; ``load_pem_pair`` does that for the extenders' keys too.
 
 Every problem is a ``KubeconfigError`` naming the file, the entry and the field.
 """
@@ -37,7 +38,6 @@ import math
 import os
 import shutil
 import ssl
-import tempfile
 import time
 import unicodedata
 import urllib.parse
@@ -70,10 +70,6 @@ _PLUGIN_HELP = (
     "it looks like a client-go credential plugin that is not installed, see "
     "https://kubernetes.io/docs/reference/access-authn-authz/authentication/#client-go-credential-plugins"
 )
-
-# Where a client key given as data is written for the moment OpenSSL reads it. None: /dev/shm
-# (memory) when it is usable, else the temporary directory. Tests point it elsewhere.
-SECRET_DIR: str | None = None
 
 try:
     _YamlLoader: Any = yaml.CSafeLoader
@@ -513,14 +509,21 @@ class ClientConfig:
 
 
 def load_pem_pair(context: ssl.SSLContext, cert_pem: bytes, key_pem: bytes) -> None:
-    """``load_cert_chain`` from PEM bytes: through a private file that is removed at once."""
-    fd, name = tempfile.mkstemp(prefix="pyscheduler-", suffix=".pem", dir=SECRET_DIR or _memory_dir())
+    """``load_cert_chain`` from PEM bytes, through an anonymous memory file (no name on any file
+    system, gone when closed). Raises ValueError where there is none (not Linux)."""
+    if not hasattr(os, "memfd_create") or not os.path.isdir("/proc/self/fd"):  # Linux only
+        raise ValueError(
+            "a client key given as data needs memfd_create and /proc (Linux) to reach OpenSSL "
+            "without a file; give the key and certificate as files instead"
+        )
+    fd = os.memfd_create("pyscheduler-client-certificate", os.MFD_CLOEXEC)
     try:
-        with os.fdopen(fd, "wb") as out:  # mkstemp: mode 0600, only we can read it
-            out.write(cert_pem.rstrip(b"\n") + b"\n" + key_pem)
-        _load_chain(context, name, None)
+        data = memoryview(cert_pem.rstrip(b"\n") + b"\n" + key_pem)
+        while data:
+            data = data[os.write(fd, data) :]
+        _load_chain(context, f"/proc/self/fd/{fd}", None)
     finally:
-        os.unlink(name)
+        os.close(fd)
 
 
 def _load_chain(context: ssl.SSLContext, certfile: str, keyfile: str | None) -> None:
@@ -536,11 +539,6 @@ def _load_chain(context: ssl.SSLContext, certfile: str, keyfile: str | None) -> 
         if asked:
             raise ValueError("the private key is encrypted, and a client key must not be") from exc
         raise
-
-
-def _memory_dir() -> str | None:
-    shm = "/dev/shm"
-    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
 
 
 def _read_file(path: str | None, origin: str, what: str) -> bytes:

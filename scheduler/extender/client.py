@@ -6,17 +6,17 @@ Bodies use upstream's Go field names (the types have no JSON tags: ``Pod``, ``No
 A failed call raises :class:`ExtenderError` worded as upstream's error. TLS follows
 ``tlsConfig`` as client-go's TLSConfigFor does (``enableHTTPS`` without a CA skips verification;
 a CA with ``insecure`` is refused); ``httpTimeout`` (default 5s) bounds the whole exchange.
+A client key is loaded from memory, never from a named file. The proxy comes from the
+environment, worked out once as Go's transport does; ``~/.netrc`` is never read.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import os
 import ssl
-import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+import urllib.parse
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +24,8 @@ import aiohttp
 import orjson
 
 from scheduler.api import Pod
+from scheduler.client.kubeconfig import load_pem_pair
+from scheduler.client.transport import ProxyError, proxy_for
 from scheduler.config import Extender as ExtenderConfig
 from scheduler.config import ExtenderTLSConfig
 from scheduler.extender.objects import ApiObjects, Json
@@ -60,6 +62,14 @@ class HTTPExtender:
         tls = config.tls_config
         self._server_name = tls.server_name if tls is not None and tls.server_name else None
         self._managed = frozenset(r.name for r in config.managed_resources)
+        self._proxy, authorization = _environment_proxy(config.url_prefix)
+        # a proxy's credentials go with the CONNECT of an https call, with each plain http request
+        self._headers = {"Content-Type": "application/json"}
+        self._proxy_headers: dict[str, str] | None = None
+        if authorization and config.url_prefix.startswith("https:"):
+            self._proxy_headers = {"Proxy-Authorization": authorization}
+        elif authorization:
+            self._headers["Proxy-Authorization"] = authorization
         self._session: aiohttp.ClientSession | None = None
 
     def __repr__(self) -> str:
@@ -225,9 +235,11 @@ class HTTPExtender:
             async with self._open().post(
                 url,
                 data=orjson.dumps(args),
-                headers={"Content-Type": "application/json"},
+                headers=self._headers,
                 ssl=self._ssl if self._ssl is not None else True,
                 server_hostname=self._server_name,
+                proxy=self._proxy,
+                proxy_headers=self._proxy_headers,
             ) as response:
                 if response.status != 200:
                     raise ExtenderError(f"failed {verb} with extender at URL {url}, code {response.status}")
@@ -242,9 +254,38 @@ class HTTPExtender:
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            # proxies from the environment, as Go's default transport
-            self._session = aiohttp.ClientSession(timeout=self._timeout, trust_env=True)
+            # trust_env=False: no ~/.netrc (Go's client never reads one), no environment read per
+            # request; the proxy was worked out once, from the environment, as Go's transport does
+            self._session = aiohttp.ClientSession(timeout=self._timeout, trust_env=False)
         return self._session
+
+
+# ---------------------------------------------------------------------------- proxy
+
+
+def _environment_proxy(url: str) -> tuple[str | None, str | None]:
+    """The proxy for calls to ``url`` and its Proxy-Authorization: the environment's (HTTPS_PROXY,
+    HTTP_PROXY, NO_PROXY), read once, as Go's ProxyFromEnvironment does for upstream's extender
+    client. Raises ExtenderConfigError for one that cannot be used (aiohttp has no SOCKS5)."""
+    parts = urllib.parse.urlsplit(url)
+    https = parts.scheme == "https"
+    try:
+        proxy = proxy_for(parts.scheme, parts.hostname or "", parts.port or (443 if https else 80))
+    except ProxyError as exc:
+        raise ExtenderConfigError(f"extender {url}: {exc}") from None
+    if proxy is None:
+        return None, None
+    if proxy.socks:
+        variable = "HTTPS_PROXY" if https else "HTTP_PROXY"
+        raise ExtenderConfigError(
+            f"extender {url}: ${variable} names a {proxy.describe()}, which extender calls cannot "
+            "use (http:// and https:// proxies only); list the extender's host in NO_PROXY"
+        )
+    return f"{proxy.scheme}://{_host_port(proxy.host, proxy.port)}", proxy.authorization
+
+
+def _host_port(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 # ---------------------------------------------------------------------------- TLS
@@ -271,12 +312,8 @@ def tls_context(config: ExtenderConfig) -> ssl.SSLContext | None:
             context.load_verify_locations(cadata=_pem(tls.ca_data, tls.ca_file).decode("ascii"))
         else:
             context.load_default_certs()
-        if has_cert:
-            with (
-                _as_file(_pem(tls.cert_data, tls.cert_file)) as cert,
-                _as_file(_pem(tls.key_data, tls.key_file)) as key,
-            ):
-                context.load_cert_chain(cert, key)
+        if has_cert:  # read into memory and loaded from there: no key material in a named file
+            load_pem_pair(context, _pem(tls.cert_data, tls.cert_file), _pem(tls.key_data, tls.key_file))
     except (OSError, ssl.SSLError, UnicodeDecodeError, ValueError) as exc:
         raise ExtenderConfigError(f"extender {config.url_prefix}: {exc}") from exc
     return context
@@ -288,18 +325,6 @@ def _pem(data: bytes, path: str) -> bytes:
         return data
     with open(path, "rb") as f:
         return f.read()
-
-
-@contextlib.contextmanager
-def _as_file(data: bytes) -> Iterator[str]:
-    """``ssl`` loads certificates and keys from files only: a private temporary one."""
-    fd, path = tempfile.mkstemp(prefix="pyscheduler-extender-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        yield path
-    finally:
-        os.unlink(path)
 
 
 # ---------------------------------------------------------------------------- reading answers as Go does

@@ -10,7 +10,6 @@ import logging
 import os
 import re
 import ssl
-import stat
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -32,7 +31,7 @@ from scheduler.client.kubeconfig import (
     load_kubeconfig,
 )
 from scheduler.testing import FakeClock
-from tests.extender.server import Pki, make_pki
+from tests.extender.server import Pki, make_pki, record_key_files
 
 V1 = "client.authentication.k8s.io/v1"
 V1BETA1 = "client.authentication.k8s.io/v1beta1"
@@ -46,13 +45,10 @@ def pki() -> Pki:
     return make_pki()
 
 
-@pytest.fixture(autouse=True)
-def secret_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Key material written for OpenSSL goes here, so the tests can see that none is left."""
-    path = tmp_path / "secrets"
-    path.mkdir()
-    monkeypatch.setattr(kc, "SECRET_DIR", str(path))
-    return path
+@pytest.fixture
+def key_files(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The files OpenSSL is given certificates and keys by, as the kernel names them."""
+    return record_key_files(monkeypatch)
 
 
 def server_tls(pki: Pki, tmp_path: Path, *, client_certificates: bool = False) -> ssl.SSLContext:
@@ -331,26 +327,18 @@ async def test_username_and_password_are_basic_auth(tmp_path: Path) -> None:
 
 
 async def test_ca_data_and_client_certificate_data_over_real_tls(
-    tmp_path: Path, pki: Pki, serve: Any, secret_dir: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, pki: Pki, serve: Any, key_files: list[str]
 ) -> None:
-    modes: list[int] = []
-    load_chain = kc._load_chain
-
-    def spy(context: ssl.SSLContext, certfile: str, keyfile: str | None) -> None:
-        modes.append(stat.S_IMODE(os.stat(certfile).st_mode))
-        load_chain(context, certfile, keyfile)
-
-    monkeypatch.setattr(kc, "_load_chain", spy)
     recorder = Recorder()
     url = await serve(recorder, server_tls(pki, tmp_path, client_certificates=True))
+    key_files.clear()  # the server's own
     user = {"client-certificate-data": b64(pki.client_cert), "client-key-data": b64(pki.client_key)}
     doc = config_doc(url, cluster={"certificate-authority-data": b64(pki.ca)}, user=user)
     config = await load_kubeconfig(write(tmp_path / "kc", doc))
     assert await get(config) == 200
     assert recorder.peers == ["pyscheduler"]
     assert recorder.seen == [None]
-    assert modes and set(modes) == {0o600}
-    assert list(secret_dir.iterdir()) == []  # the key was written for OpenSSL and removed at once
+    assert key_files and all(name.startswith("/memfd:") for name in key_files)  # no named file
     assert "PRIVATE KEY" not in repr(config)
 
 
@@ -590,17 +578,18 @@ async def test_a_failing_rerun_keeps_credentials_that_have_not_expired(
 
 
 async def test_an_exec_plugins_client_certificate_is_used_for_tls(
-    tmp_path: Path, plugin: Plugin, pki: Pki, serve: Any, secret_dir: Path
+    tmp_path: Path, plugin: Plugin, pki: Pki, serve: Any, key_files: list[str]
 ) -> None:
     recorder = Recorder()
     url = await serve(recorder, server_tls(pki, tmp_path, client_certificates=True))
+    key_files.clear()  # the server's own
     plugin.answer(cert=(pki.client_cert, pki.client_key))
     doc = config_doc(url, cluster={"certificate-authority-data": b64(pki.ca)}, user=plugin.user())
     config = await load_kubeconfig(write(plugin.dir / "kc", doc))
     assert await get(config) == 200
     assert recorder.peers == ["pyscheduler"]
     assert recorder.seen == [None]  # no token
-    assert list(secret_dir.iterdir()) == []
+    assert key_files and all(name.startswith("/memfd:") for name in key_files)
 
 
 async def test_a_rotated_exec_client_certificate_is_presented_on_new_connections(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import inspect
 import ipaddress
+import os
 import socket
 import ssl
 from collections.abc import Callable, Mapping
@@ -160,3 +161,20 @@ def make_pki() -> Pki:
     )
     client_cert, client_key = leaf("pyscheduler", None)
     return Pki(ca.public_bytes(serialization.Encoding.PEM), server_cert, server_key, client_cert, client_key)
+
+
+def record_key_files(monkeypatch: Any) -> list[str]:
+    """Every file ``load_cert_chain`` is given from now on, as the kernel names it: a named file
+    by its path, an anonymous memory file as ``/memfd:NAME (deleted)``."""
+    seen: list[str] = []
+    load_cert_chain = ssl.SSLContext.load_cert_chain
+
+    def spy(context: ssl.SSLContext, certfile: Any, keyfile: Any = None, password: Any = None) -> None:
+        for name in (certfile, keyfile):
+            if name is not None:
+                path = str(name)
+                seen.append(os.readlink(path) if path.startswith("/proc/self/fd/") else path)
+        load_cert_chain(context, certfile, keyfile, password)
+
+    monkeypatch.setattr(ssl.SSLContext, "load_cert_chain", spy)
+    return seen

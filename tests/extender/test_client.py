@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import os
+import re
 from typing import Any
 
 import pytest
@@ -15,7 +17,8 @@ from scheduler.config import ExtenderManagedResource, ExtenderTLSConfig
 from scheduler.extender import ApiObjects, ExtenderConfigError, ExtenderError, HTTPExtender, tls_context
 from scheduler.framework import NodeInfo, Victims
 from scheduler.testing import FakeSnapshot, node_dict, pod_dict, table_of
-from tests.extender.server import ExtenderServer, free_port, make_pki
+from tests.client.rawhttp import Server, TunnelProxy, answers, ok
+from tests.extender.server import ExtenderServer, free_port, make_pki, record_key_files
 
 PKI = make_pki()
 
@@ -379,6 +382,13 @@ async def test_a_client_certificate_is_presented_from_cert_and_key_data_or_files
     assert await tls_call(tmp_path, with_files, client_certificates=True) is None
 
 
+def test_a_client_key_given_as_data_reaches_openssl_through_no_named_file(monkeypatch):
+    key_files = record_key_files(monkeypatch)
+    tls = ExtenderTLSConfig(ca_data=PKI.ca, cert_data=PKI.client_cert, key_data=PKI.client_key)
+    assert tls_context(ExtenderConfig(url_prefix="https://x", tls_config=tls)) is not None
+    assert key_files and all(name.startswith("/memfd:") for name in key_files)
+
+
 def test_a_ca_with_insecure_is_refused_as_client_go_does():
     config = ExtenderConfig(
         url_prefix="https://x", tls_config=ExtenderTLSConfig(insecure=True, ca_data=PKI.ca)
@@ -405,3 +415,101 @@ def test_unreadable_tls_material_is_refused_naming_the_extender(tmp_path):
 def test_plain_http_and_default_https_need_no_tls_settings():
     assert tls_context(ExtenderConfig(url_prefix="http://x")) is None
     assert tls_context(ExtenderConfig(url_prefix="https://x")) is None
+
+
+# ---------------------------------------------------------------------------- proxies, credentials
+
+
+@pytest.fixture
+async def raw_servers():
+    """``await raw_servers(script)``: a loopback server running ``script`` per connection."""
+    started: list[Server] = []
+
+    async def start(script: Any) -> Server:
+        server = await Server(script).start()
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        await server.stop()
+
+
+@pytest.fixture
+def no_proxy_variables(monkeypatch):
+    for name in list(os.environ):
+        if name.lower().endswith("_proxy"):
+            monkeypatch.delenv(name)
+
+
+async def test_a_netrc_entry_adds_no_credentials_as_gos_client_adds_none(
+    tmp_path, monkeypatch, raw_servers, no_proxy_variables
+):
+    netrc = tmp_path / ".netrc"
+    netrc.write_text("machine 127.0.0.1 login someone password secret\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("NETRC", str(netrc))
+    objects, (pod,), nodes = objects_with([pod_dict("web")], NODES)
+    server = await raw_servers(answers(ok(b"[]")))
+    ext = extender(server.url, objects, prioritize_verb="prioritize", weight=1)
+    try:
+        assert await ext.prioritize(pod, nodes) == ([], 1)
+    finally:
+        await ext.close()
+    assert "authorization" not in server.seen[0].headers
+
+
+async def test_the_environment_proxy_is_worked_out_once_with_its_credentials(
+    monkeypatch, raw_servers, no_proxy_variables
+):
+    proxy = await raw_servers(answers(ok(b"[]"), ok(b"[]")))
+    monkeypatch.setenv("HTTP_PROXY", f"http://me:s%3Acret@127.0.0.1:{proxy.port}")
+    objects, (pod,), nodes = objects_with([pod_dict("web")], NODES)
+    # extender.test resolves nowhere: only through the proxy is it reached at all
+    ext = extender("http://extender.test:8888/prefix", objects, prioritize_verb="prioritize", weight=1)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{free_port()}")  # later changes are not seen
+    try:
+        for _ in range(2):
+            assert await ext.prioritize(pod, nodes) == ([], 1)
+    finally:
+        await ext.close()
+    assert [seen.target for seen in proxy.seen] == ["http://extender.test:8888/prefix/prioritize"] * 2
+    expected = "Basic " + base64.b64encode(b"me:s:cret").decode()
+    assert proxy.seen[0].headers["proxy-authorization"] == expected
+
+
+def test_an_environment_proxy_extenders_cannot_use_is_refused_naming_the_variable(
+    monkeypatch, no_proxy_variables
+):
+    monkeypatch.setenv("HTTPS_PROXY", "socks5://proxy.corp:1080")
+    with pytest.raises(
+        ExtenderConfigError, match=re.escape("extender https://x.test: $HTTPS_PROXY names a socks5")
+    ):
+        extender("https://x.test")
+    monkeypatch.setenv("HTTPS_PROXY", "ftp://proxy.corp")
+    with pytest.raises(ExtenderConfigError, match=re.escape("$HTTPS_PROXY: proxy 'ftp://proxy.corp'")):
+        extender("https://x.test")
+    monkeypatch.setenv("NO_PROXY", "x.test")
+    extender("https://x.test")  # not proxied: nothing to refuse
+
+
+async def test_an_https_extender_is_reached_through_the_proxys_tunnel(
+    tmp_path, monkeypatch, raw_servers, no_proxy_variables
+):
+    objects, (pod,), nodes = objects_with([pod_dict("web")], NODES)
+    async with ExtenderServer({"prioritize": lambda body: []}, tls=PKI.server_context(tmp_path)) as server:
+        tunnel = TunnelProxy(routes={"extender.test:443": ("127.0.0.1", server.port)})
+        proxy = await raw_servers(tunnel)
+        monkeypatch.setenv("HTTPS_PROXY", f"http://me:pw@127.0.0.1:{proxy.port}")
+        tls = ExtenderTLSConfig(ca_data=PKI.ca)
+        ext = extender(
+            "https://extender.test", objects, prioritize_verb="prioritize", weight=1, tls_config=tls
+        )
+        try:
+            assert await ext.prioritize(pod, nodes) == ([], 1)
+        finally:
+            await ext.close()
+    assert (proxy.seen[0].method, proxy.seen[0].target) == ("CONNECT", "extender.test:443")
+    assert proxy.seen[0].headers["proxy-authorization"] == "Basic " + base64.b64encode(b"me:pw").decode()
+    assert server.pods_sent("prioritize") == ["web"]
