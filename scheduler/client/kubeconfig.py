@@ -32,6 +32,7 @@ import asyncio
 import base64
 import binascii
 import datetime
+import inspect
 import json
 import logging
 import math
@@ -114,6 +115,11 @@ class Credentials:
 
     def bind_tls(self, context: ssl.SSLContext) -> None:
         """Load ``client_certificate()`` into ``context``, now and whenever it changes."""
+
+    def on_certificate_change(self, callback: Callable[[], object]) -> None:
+        """Call ``callback`` whenever ``client_certificate()`` is replaced by another: the
+        connections made with the old one must be closed, as client-go closes them. Held weakly
+        when it is a bound method, so registering keeps no client alive."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
@@ -252,6 +258,7 @@ class ExecPlugin(Credentials):
         self._stale = False
         self._lock = asyncio.Lock()
         self._contexts: weakref.WeakSet[ssl.SSLContext] = weakref.WeakSet()
+        self._on_change: list[Callable[[], Callable[[], object] | None]] = []
         self.runs = 0  # how many times the plugin was started
 
     async def authorization(self) -> str | None:
@@ -275,8 +282,20 @@ class ExecPlugin(Credentials):
             load_pem_pair(context, *certificate)
         self._contexts.add(context)
 
+    def on_certificate_change(self, callback: Callable[[], object]) -> None:
+        if inspect.ismethod(callback):
+            self._on_change.append(weakref.WeakMethod(callback))
+        else:
+            self._on_change.append(lambda: callback)
+
     def __repr__(self) -> str:
         return f"ExecPlugin({self.command!r})"
+
+    def _certificate_changed(self) -> None:
+        alive = [(ref, callback) for ref in self._on_change if (callback := ref()) is not None]
+        self._on_change = [ref for ref, _ in alive]
+        for _, callback in alive:
+            callback()
 
     def _usable(self) -> bool:
         result = self._result
@@ -306,6 +325,8 @@ class ExecPlugin(Credentials):
                 for context in list(self._contexts):
                     load_pem_pair(context, *result.certificate)  # new connections present it
             self._result, self._stale = result, False
+            if old is not None and old.certificate != result.certificate:
+                self._certificate_changed()  # and the open ones, made with the old one, go
             return result
 
     def exec_info(self) -> str:

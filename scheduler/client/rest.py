@@ -137,6 +137,8 @@ class KubeClient:
         self._credentials = config.credentials
         self._owns_pool = pool is None
         self._pool = pool or HttpPool(endpoint_of(config), max_connections=max_connections)
+        if self._owns_pool:  # a rotated client certificate closes the connections made with the old
+            config.credentials.on_certificate_change(self._pool.drop_connections)
         self._user_agent = user_agent
         self._static_headers = (("User-Agent", user_agent), ("Accept", "application/json"))
         self._limiter = rate_limiter or RateLimiter(qps, burst)

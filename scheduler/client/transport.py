@@ -287,6 +287,7 @@ class _Connection(asyncio.Protocol):
         self._waiter: asyncio.Future[None] | None = None
         self._writable: asyncio.Future[None] | None = None
         self._paused = False
+        self.generation = 0  # the pool's generation it was made in (see HttpPool.drop_connections)
 
     # --- asyncio.Protocol ---
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -493,6 +494,7 @@ class HttpPool:
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._streams: set[_Connection] = set()
         self._closed = False
+        self._generation = 0
 
     async def request(
         self, method: str, target: str, headers: Iterable[tuple[str, str]], body: bytes | None
@@ -523,6 +525,9 @@ class HttpPool:
         data = self._encode(method, target, headers, None)
         async with asyncio.timeout(connect_timeout):
             conn = await self._connect()
+            while conn.generation != self._generation:  # made with a certificate gone meanwhile
+                conn.close()
+                conn = await self._connect()
         self._streams.add(conn)
         try:
             async with asyncio.timeout(connect_timeout):
@@ -532,6 +537,16 @@ class HttpPool:
             self._drop_stream(conn)
             raise
         return LineStream(self, conn, status, answer_headers, _framing(method, status, answer_headers))
+
+    def drop_connections(self) -> None:
+        """Make every connection open now go: the idle ones and the streams (watches) at once, a
+        busy one once its answer is in. Called when the client certificate changes (client-go
+        closes all connections then), so the old identity is used for nothing more."""
+        self._generation += 1
+        for conn in [*self._idle, *self._streams]:
+            conn.close()
+        self._idle.clear()
+        self._streams.clear()
 
     async def close(self) -> None:
         self._closed = True
@@ -585,7 +600,7 @@ class HttpPool:
 
     def _release(self, conn: _Connection, reusable: bool) -> None:
         self._busy -= 1
-        if reusable and not self._closed:
+        if reusable and not self._closed and conn.generation == self._generation:
             self._idle.append(conn)
         else:
             conn.close()
@@ -604,6 +619,12 @@ class HttpPool:
 
     async def _connect(self) -> _Connection:
         """A connection to the API server: direct, or through the proxy's tunnel."""
+        generation = self._generation  # a certificate rotated while connecting makes it stale
+        conn = await self._tunnel_or_direct()
+        conn.generation = generation
+        return conn
+
+    async def _tunnel_or_direct(self) -> _Connection:
         endpoint = self.endpoint
         proxy = endpoint.proxy
         name = endpoint.server_hostname or endpoint.host

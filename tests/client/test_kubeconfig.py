@@ -611,6 +611,25 @@ async def test_a_rotated_exec_client_certificate_is_presented_on_new_connections
     assert len(plugin.calls()) == 2
 
 
+async def test_a_rotated_exec_client_certificate_closes_the_connections_made_with_the_old_one(
+    tmp_path: Path, plugin: Plugin, pki: Pki, serve: Any
+) -> None:
+    recorder = Recorder()
+    url = await serve(recorder, server_tls(pki, tmp_path, client_certificates=True))
+    plugin.answer(cert=(pki.client_cert, pki.client_key))
+    doc = config_doc(url, cluster={"certificate-authority-data": b64(pki.ca)}, user=plugin.user())
+    config = await load_kubeconfig(write(plugin.dir / "kc", doc))
+    async with KubeClient(config, qps=0, timeout=5) as client:
+        assert (await client.request("GET", "/api/v1/nodes")).status == 200
+        assert (await client.request("GET", "/api/v1/nodes")).status == 200  # the same connection
+        plugin.answer(cert=(pki.renewed_cert, pki.renewed_key))
+        config.credentials.invalidate()  # as a 401 would
+        assert (await client.request("GET", "/api/v1/nodes")).status == 200
+        assert (await client.request("GET", "/api/v1/nodes")).status == 200
+    # the kept-alive connection went with the old certificate: every request since shows the new one
+    assert recorder.peers == ["pyscheduler", "pyscheduler", "pyscheduler-renewed", "pyscheduler-renewed"]
+
+
 async def test_other_credentials_win_over_an_exec_plugin(tmp_path: Path, plugin: Plugin) -> None:
     user = {**plugin.user(), "token": "static"}
     config = await load_kubeconfig(write(plugin.dir / "kc", config_doc(user=user)))

@@ -443,6 +443,37 @@ async def test_the_idle_connection_used_last_is_reused_first(serve: Serve, pools
     assert server.connections == 2
 
 
+async def test_dropped_connections_close_now_when_idle_or_streaming_and_after_their_answer_when_busy(
+    serve: Serve, pools: Pools
+) -> None:
+    script = Gated()
+    server = await serve(script)
+    pool = pools(server.url)
+    busy = asyncio.create_task(get(pool, "/busy"))  # its answer held back
+    idle = asyncio.create_task(get(pool, "/idle"))
+    await until(lambda: len(server.seen) == 2)
+    connection_of = {seen.target: seen.connection for seen in server.seen}
+    script.gate("/idle").set()
+    await idle  # its connection back in the pool
+    watch_server = await serve(answers([CHUNKED_HEAD + chunk(b'{"n":1}\n')]))
+    watches = pools(watch_server.url)
+    stream = await watches.stream("GET", "/watch", [], connect_timeout=5)
+    lines = stream.lines(read_timeout=5)
+    assert await anext(lines) == b'{"n":1}'
+
+    pool.drop_connections()
+    watches.drop_connections()
+    with pytest.raises(ConnectionBroke):  # the watch ends: its informer would watch anew
+        await asyncio.wait_for(anext(lines), 5)
+    await until(server.peers[connection_of["/idle"]].ended.is_set)  # the idle one, closed at once
+    assert not server.peers[connection_of["/busy"]].ended.is_set()  # the busy one finishes its request
+    script.everything.set()
+    assert (await busy).body == b"/busy"
+    await get(pool, "/after")
+
+    assert server.seen[-1].connection == 2  # neither old one is reused
+
+
 async def test_no_more_than_max_connections_are_open_and_every_request_completes(
     serve: Serve, pools: Pools
 ) -> None:

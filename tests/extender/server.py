@@ -82,13 +82,16 @@ def free_port() -> int:
 
 @dataclass(frozen=True)
 class Pki:
-    """A self-signed CA, a server certificate for 127.0.0.1 and extender.test, a client one."""
+    """A self-signed CA, a server certificate for 127.0.0.1 and extender.test, two client ones
+    (CN pyscheduler, and pyscheduler-renewed as after a rotation)."""
 
     ca: bytes
     server_cert: bytes
     server_key: bytes
     client_cert: bytes
     client_key: bytes
+    renewed_cert: bytes
+    renewed_key: bytes
 
     def server_context(self, tmp: Path, *, client_certificates: bool = False) -> ssl.SSLContext:
         cert, key, ca = tmp / "server.crt", tmp / "server.key", tmp / "ca.crt"
@@ -160,7 +163,16 @@ def make_pki() -> Pki:
         "extender", [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("extender.test")]
     )
     client_cert, client_key = leaf("pyscheduler", None)
-    return Pki(ca.public_bytes(serialization.Encoding.PEM), server_cert, server_key, client_cert, client_key)
+    renewed_cert, renewed_key = leaf("pyscheduler-renewed", None)
+    return Pki(
+        ca.public_bytes(serialization.Encoding.PEM),
+        server_cert,
+        server_key,
+        client_cert,
+        client_key,
+        renewed_cert,
+        renewed_key,
+    )
 
 
 def record_key_files(monkeypatch: Any) -> list[str]:
