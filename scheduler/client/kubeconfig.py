@@ -468,11 +468,14 @@ class ClientConfig:
     def https(self) -> bool:
         return urllib.parse.urlsplit(self.server).scheme == "https"
 
-    def ssl_context(self) -> ssl.SSLContext | None:
-        """A fresh client TLS context for the server (None for http://). Raises KubeconfigError."""
+    def ssl_context(self, *, pin_server_name: bool = False) -> ssl.SSLContext | None:
+        """A fresh client TLS context for the server (None for http://). Raises KubeconfigError.
+
+        ``pin_server_name``: the context itself asks for and checks ``tls_server_name`` (when
+        set) on every connection, for a client that cannot be given the name (aiohttp's)."""
         if not self.https:
             return None
-        context = self._trust()
+        context = self._trust(pin_server_name)
         # Go's verifier trusts any certificate of the CA bundle as an anchor and is not
         # OpenSSL's X509_STRICT; match it.
         context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN
@@ -483,13 +486,23 @@ class ClientConfig:
         self._client_certificate(context)
         return context
 
-    def _trust(self) -> ssl.SSLContext:
+    def _trust(self, pin_server_name: bool) -> ssl.SSLContext:
         """A context that trusts the CA data, else the CA file, else the system's CAs."""
+        context: ssl.SSLContext
+        if pin_server_name and self.tls_server_name:
+            pinned = PinnedNameContext(ssl.PROTOCOL_TLS_CLIENT)
+            pinned.server_name = self.tls_server_name
+            context = pinned
+        else:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         data = self.certificate_authority_data
         try:
             if data is not None:
-                return ssl.create_default_context(cadata=data.decode("latin-1"))
-            return ssl.create_default_context(cafile=self.certificate_authority or None)
+                context.load_verify_locations(cadata=data.decode("latin-1"))
+            elif self.certificate_authority:
+                context.load_verify_locations(cafile=self.certificate_authority)
+            else:
+                context.load_default_certs()
         except (OSError, ValueError) as exc:
             what = (
                 "certificate-authority-data"
@@ -497,6 +510,7 @@ class ClientConfig:
                 else f"certificate-authority {self.certificate_authority}"
             )
             raise KubeconfigError(f"{self.cluster_origin}: {what}: {_reason(exc)}") from exc
+        return context
 
     def _client_certificate(self, context: ssl.SSLContext) -> None:
         has_cert = self.client_certificate or self.client_certificate_data is not None
@@ -527,6 +541,24 @@ class ClientConfig:
             load_pem_pair(context, cert, key)
         except (OSError, ValueError) as exc:
             raise KubeconfigError(f"{self.user_origin}: client certificate and key: {_reason(exc)}") from exc
+
+
+class PinnedNameContext(ssl.SSLContext):
+    """A client TLS context that asks for (SNI) and verifies ``server_name`` on every connection
+    asyncio makes with it, whatever host the connection goes to: a kubeconfig's tls-server-name
+    for a client that has no way to be told it."""
+
+    server_name = ""
+
+    def wrap_bio(
+        self,
+        incoming: ssl.MemoryBIO,
+        outgoing: ssl.MemoryBIO,
+        server_side: bool = False,
+        server_hostname: str | bytes | None = None,
+        session: ssl.SSLSession | None = None,
+    ) -> ssl.SSLObject:
+        return super().wrap_bio(incoming, outgoing, server_side, self.server_name or server_hostname, session)
 
 
 def load_pem_pair(context: ssl.SSLContext, cert_pem: bytes, key_pem: bytes) -> None:

@@ -99,6 +99,11 @@ class Proxy:
         userinfo = f"{self.username}:{self.password}"
         return "Basic " + base64.b64encode(userinfo.encode()).decode()
 
+    @property
+    def url(self) -> str:
+        """scheme://host:port, without the credentials."""
+        return f"{self.scheme}://{_host_port(self.host, self.port)}"
+
     def describe(self) -> str:
         return f"{self.scheme} proxy {_host_port(self.host, self.port)}"
 

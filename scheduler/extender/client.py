@@ -281,11 +281,7 @@ def _environment_proxy(url: str) -> tuple[str | None, str | None]:
             f"extender {url}: ${variable} names a {proxy.describe()}, which extender calls cannot "
             "use (http:// and https:// proxies only); list the extender's host in NO_PROXY"
         )
-    return f"{proxy.scheme}://{_host_port(proxy.host, proxy.port)}", proxy.authorization
-
-
-def _host_port(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    return proxy.url, proxy.authorization
 
 
 # ---------------------------------------------------------------------------- TLS

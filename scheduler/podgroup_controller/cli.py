@@ -11,6 +11,7 @@ from scheduler import logs
 from scheduler.client.config import ClientConfigError, load_client_config
 from scheduler.client.kubeconfig import KubeconfigError
 from scheduler.client.rest import KubeClient
+from scheduler.client.transport import ProxyError
 from scheduler.podgroup_controller import operator
 from scheduler.podgroup_controller.reconciler import Reconciler
 
@@ -64,12 +65,16 @@ async def _run(args: argparse.Namespace) -> int:
     except (ClientConfigError, KubeconfigError) as exc:
         print(f"pyscheduler podgroup-controller: {exc}", file=sys.stderr)
         return 2
-    async with KubeClient(config) as client:
-        await operator.run(
-            config,
-            Reconciler(client),
-            namespaces=args.namespaces,
-            liveness_endpoint=args.liveness_endpoint,
-            resync_seconds=args.resync_period,
-        )
+    try:
+        async with KubeClient(config) as client:
+            await operator.run(
+                config,
+                Reconciler(client),
+                namespaces=args.namespaces,
+                liveness_endpoint=args.liveness_endpoint,
+                resync_seconds=args.resync_period,
+            )
+    except ProxyError as exc:  # a proxy that the client or kopf cannot use
+        print(f"pyscheduler podgroup-controller: {exc}", file=sys.stderr)
+        return 2
     return 0

@@ -6,8 +6,15 @@ is stored on the objects, no finalizers, no progress annotations) and hands each
 neither receives nor keeps the cluster's other pods. Events alone would leave a status stale
 after one is missed (a failed write, a restart of the API server's watch cache), so every
 group not yet final is also reconciled every ``resync_seconds``, as controller-runtime's
-periodic resync does. It runs standalone (one replica; no peering objects needed) and logs in
-with the credentials pyscheduler's kubeconfig loader found.
+periodic resync does. It runs standalone (one replica; no peering objects needed).
+
+kopf logs in with an aiohttp session made here (``KopfLogin``) rather than from a
+``kopf.ConnectionInfo``, which has no place for a kubeconfig's ``tls-server-name`` or the
+environment's proxies and would write key data to temporary files: the session's TLS is the
+kubeconfig's (tls-server-name pinned in the context, keys from memory, an exec plugin's client
+certificate and its rotations), its proxy is chosen by pyscheduler's client rules (aiohttp has
+no SOCKS5: such a proxy is refused at start), and it carries the credentials' current
+Authorization. kopf logs in again after a 401, and the credential refused is then fetched anew.
 """
 
 from __future__ import annotations
@@ -16,12 +23,16 @@ import asyncio
 import contextlib
 import logging
 import threading
+import urllib.parse
+import warnings
 from collections.abc import Collection, Mapping
 from typing import Any
 
+import aiohttp
 import kopf
 
 from scheduler.client.kubeconfig import ClientConfig
+from scheduler.client.transport import ProxyError, proxy_for
 from scheduler.plugins.coscheduling.podgroup import GROUP, POD_GROUP_LABEL, VERSION
 from scheduler.podgroup_controller.reconciler import Reconciler
 
@@ -31,25 +42,58 @@ log = logging.getLogger(__name__)
 RESYNC_SECONDS = 300.0
 
 
-async def connection_info(config: ClientConfig) -> kopf.ConnectionInfo:
-    """What kopf needs to reach the API server as ``config`` does."""
-    scheme = token = None
-    authorization = await config.credentials.authorization()
-    if authorization:
-        scheme, _, token = authorization.partition(" ")
-    return kopf.ConnectionInfo(
-        server=config.server,
-        ca_path=config.certificate_authority,
-        ca_data=config.certificate_authority_data,
-        insecure=config.insecure_skip_tls_verify,
-        scheme=scheme,
-        token=token,
-        certificate_path=config.client_certificate,
-        certificate_data=config.client_certificate_data,
-        private_key_path=config.client_key,
-        private_key_data=config.client_key_data,
-        proxy_url=config.proxy_url,
-    )
+class KopfLogin:
+    """What kopf logs in with: a new aiohttp session for each login (kopf closes the old one).
+    Raises ProxyError when the proxy is one aiohttp cannot use."""
+
+    def __init__(self, config: ClientConfig) -> None:
+        self._config = config
+        parts = urllib.parse.urlsplit(config.server)
+        port = parts.port or (443 if config.https else 80)
+        proxy = proxy_for(parts.scheme, parts.hostname or "", port, config.proxy_url)
+        if proxy is not None and proxy.socks:
+            raise ProxyError(
+                f"the PodGroup controller's API client (kopf's aiohttp) cannot use the {proxy.describe()} "
+                "(http:// and https:// proxies only)"
+            )
+        self._proxy = proxy.url if proxy is not None else None
+        self._proxy_user = (proxy.username, proxy.password) if proxy and proxy.username is not None else None
+        self._sent: str | None = None  # the Authorization of the last login
+        self._session: aiohttp.ClientSession | None = None
+        self._closing: asyncio.Task[None] | None = None
+        config.credentials.on_certificate_change(self._certificate_changed)
+
+    async def login(self) -> kopf.AiohttpSession:
+        credentials = self._config.credentials
+        if self._sent is not None:  # kopf logs in again after a 401: that credential was refused
+            credentials.invalidate(self._sent)
+        self._sent = authorization = await credentials.authorization()
+        headers = {"Authorization": authorization} if authorization else {}
+        context = self._config.ssl_context(pin_server_name=True)
+        with warnings.catch_warnings():
+            # the proxy's credentials: a session-wide proxy_auth is the one way aiohttp sends them
+            # both with plain requests and with a CONNECT (deprecated for aiohttp 4)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            proxy_auth = aiohttp.BasicAuth(*self._proxy_user) if self._proxy_user else None
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=0, ssl=context if context is not None else True),
+                headers=headers,
+                proxy=self._proxy,
+                proxy_auth=proxy_auth,
+                trust_env=False,  # no ~/.netrc, no environment read per request
+            )
+        return kopf.AiohttpSession(
+            server=self._config.server,
+            aiohttp_session=self._session,
+            default_namespace=self._config.namespace or None,
+        )
+
+    def _certificate_changed(self) -> None:
+        """A rotated client certificate: the session's connections go with the old one. kopf
+        finds the session closed, logs in again and gets a new one."""
+        session = self._session
+        if session is not None and not session.closed:
+            self._closing = asyncio.get_running_loop().create_task(session.close())
 
 
 def configure(settings: kopf.OperatorSettings) -> None:
@@ -62,10 +106,11 @@ def configure(settings: kopf.OperatorSettings) -> None:
 
 def registry(reconciler: Reconciler, config: ClientConfig) -> kopf.OperatorRegistry:
     handlers = kopf.OperatorRegistry()
+    kopf_login = KopfLogin(config)
 
     @kopf.on.login(registry=handlers)
-    async def login(**_: Any) -> kopf.ConnectionInfo:
-        return await connection_info(config)
+    async def login(**_: Any) -> kopf.AiohttpSession:
+        return await kopf_login.login()
 
     @kopf.on.startup(registry=handlers)
     def startup(settings: kopf.OperatorSettings, **_: Any) -> None:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import os
 import signal
 import socket
+import ssl
 import sys
 import threading
 from collections.abc import AsyncIterator, Collection
@@ -15,6 +18,8 @@ from typing import Any
 import aiohttp
 import kopf
 import pytest
+import yaml
+from aiohttp import web
 
 from scheduler.cli import main as cli
 from scheduler.client.config import load_client_config
@@ -22,7 +27,9 @@ from scheduler.client.rest import KubeClient
 from scheduler.podgroup_controller import operator
 from scheduler.podgroup_controller.reconciler import Reconciler
 from simcluster import SimCluster
+from tests.client.rawhttp import Server, TunnelProxy
 from tests.coscheduling.conftest import PODGROUPS, install_crd, member, podgroup
+from tests.extender.server import make_pki
 from tests.integration.conftest import eventually
 from tests.simcluster.test_crds import Http
 
@@ -270,3 +277,134 @@ async def test_the_command_keeps_status_and_stops_cleanly_on_sigterm(sim: SimClu
         process.send_signal(signal.SIGTERM)
         _, stderr = await asyncio.wait_for(process.communicate(), 30)
     assert process.returncode == 0, stderr.decode()
+
+
+# ---------------------------------------------------------------------------- how kopf logs in
+
+PKI = make_pki()
+EXEC_PLUGIN = """#!{python}
+import json
+print(json.dumps({{"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
+    "status": {{"clientCertificateData": {cert!r}, "clientKeyData": {key!r}}}}}))
+"""
+
+
+class TlsApi:
+    """An HTTPS API server on loopback (the test PKI's certificate, for 127.0.0.1 and
+    extender.test) that records the name each client asked for (SNI) and its certificate's CN."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.context = PKI.server_context(tmp_path, client_certificates=True)
+        self.context.verify_mode = ssl.CERT_OPTIONAL
+        self.names: list[str | None] = []
+        self.peers: list[str | None] = []
+        self.context.sni_callback = lambda _, name, __: self.names.append(name)  # type: ignore[assignment, func-returns-value]
+        self.port = 0
+
+    async def answer(self, request: web.Request) -> web.Response:
+        peer = request.transport.get_extra_info("peercert") if request.transport else None
+        subject = dict(item for rdn in (peer or {}).get("subject", ()) for item in rdn)
+        self.peers.append(subject.get("commonName"))
+        return web.json_response({"kind": "NodeList", "items": []})
+
+
+@pytest.fixture
+async def tls_api(tmp_path: Path) -> AsyncIterator[TlsApi]:
+    api = TlsApi(tmp_path)
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", api.answer)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=api.context)
+    await site.start()
+    api.port = runner.addresses[0][1]
+    yield api
+    await runner.cleanup()
+
+
+def kubeconfig_for(tmp_path: Path, server: str, cluster: dict[str, Any], user: dict[str, Any]) -> Path:
+    path = tmp_path / "kubeconfig"
+    cluster = {"server": server, "certificate-authority-data": base64.b64encode(PKI.ca).decode(), **cluster}
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "c",
+                "clusters": [{"name": "c", "cluster": cluster}],
+                "users": [{"name": "u", "user": user}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+            }
+        )
+    )
+    return path
+
+
+async def login_and_get(kubeconfig: Path) -> int:
+    """What kopf does with the login's answer: requests through its session."""
+    info = await operator.KopfLogin(await load_client_config(str(kubeconfig))).login()
+    async with info.aiohttp_session as session, session.get(info.server + "/api/v1/nodes") as response:
+        return response.status
+
+
+@pytest.fixture
+def no_proxy_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.lower().endswith("_proxy"):
+            monkeypatch.delenv(name)
+
+
+async def test_kopf_asks_for_and_checks_the_kubeconfigs_tls_server_name(
+    tls_api: TlsApi, tmp_path: Path, no_proxy_variables: None
+) -> None:
+    server = f"https://127.0.0.1:{tls_api.port}"
+    named = kubeconfig_for(tmp_path, server, {"tls-server-name": "extender.test"}, {"token": "t"})
+    assert await login_and_get(named) == 200
+    assert tls_api.names == ["extender.test"]
+    wrong = kubeconfig_for(tmp_path, server, {"tls-server-name": "other.test"}, {"token": "t"})
+    with pytest.raises(aiohttp.ClientConnectorCertificateError, match=r"other\.test"):
+        await login_and_get(wrong)
+
+
+async def test_kopf_presents_an_exec_plugins_client_certificate(
+    tls_api: TlsApi, tmp_path: Path, no_proxy_variables: None
+) -> None:
+    plugin = tmp_path / "plugin.py"
+    plugin.write_text(
+        EXEC_PLUGIN.format(python=sys.executable, cert=PKI.client_cert.decode(), key=PKI.client_key.decode())
+    )
+    plugin.chmod(0o755)
+    exec_user = {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": str(plugin),
+            "interactiveMode": "Never",
+        }
+    }
+    kubeconfig = kubeconfig_for(tmp_path, f"https://127.0.0.1:{tls_api.port}", {}, exec_user)
+    assert await login_and_get(kubeconfig) == 200
+    assert tls_api.peers == ["pyscheduler"]
+
+
+async def test_kopf_goes_through_the_environments_proxy_with_its_credentials(
+    tls_api: TlsApi, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_proxy_variables: None
+) -> None:
+    proxy = await Server(TunnelProxy(routes={"extender.test:443": ("127.0.0.1", tls_api.port)})).start()
+    try:
+        monkeypatch.setenv("HTTPS_PROXY", f"http://me:pw@127.0.0.1:{proxy.port}")
+        # extender.test resolves nowhere: only the proxy reaches it
+        kubeconfig = kubeconfig_for(tmp_path, "https://extender.test", {}, {"token": "t"})
+        assert await login_and_get(kubeconfig) == 200
+    finally:
+        await proxy.stop()
+    assert (proxy.seen[0].method, proxy.seen[0].target) == ("CONNECT", "extender.test:443")
+    assert proxy.seen[0].headers["proxy-authorization"] == "Basic " + base64.b64encode(b"me:pw").decode()
+
+
+def test_a_proxy_kopf_cannot_use_stops_it_with_exit_code_2_naming_it(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch, no_proxy_variables: None
+) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "socks5://proxy.corp:1080")
+    kubeconfig = kubeconfig_for(tmp_path, "https://api.cluster.invalid:6443", {}, {"token": "t"})
+    assert cli(["podgroup-controller", "--kubeconfig", str(kubeconfig)]) == 2
+    assert "cannot use the socks5 proxy proxy.corp:1080" in capsys.readouterr().err
