@@ -5,6 +5,8 @@ Each request is authenticated and authorized against the access table first; bod
 as JSON or client-go's protobuf; `as=Table` answers (lists, gets and watches) are rendered by
 `tables.py`; POST-only review kinds go to `reviews.py`, `pods/eviction` to `eviction.py`.
 
+Answers over 128 KiB are gzipped for a client that accepts it, as the API server does.
+
 One catch-all handler parses the path itself: the URL space is small and regular, and a
 single dispatcher keeps per-request overhead low under benchmark load.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gzip
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -44,6 +47,7 @@ OPENAPI_V2_PROTOBUF = (
 )
 _TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 _FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
+GZIP_THRESHOLD = 128 * 1024  # bytes: the API server compresses answers larger than this
 SUCCESS_CREATED = b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success","code":201}'
 
 
@@ -120,6 +124,24 @@ def _convert(rt: ResourceType, raw: bytes) -> bytes:
     return raw.replace(head + orjson.dumps(rt.stored_api_version), head + orjson.dumps(rt.group_version))
 
 
+def _compressed(request: web.Request, response: web.StreamResponse) -> web.StreamResponse:
+    """A large answer gzipped for a client that accepts it, as the API server's response writer
+    does (over 128 KiB, level 1, ``Vary: Accept-Encoding``); watches stream as they are."""
+    if not isinstance(response, web.Response) or not isinstance(response.body, bytes):
+        return response
+    body = response.body
+    if len(body) <= GZIP_THRESHOLD or not _accepts_gzip(request.headers.get("Accept-Encoding", "")):
+        return response
+    response.body = gzip.compress(body, compresslevel=1)
+    response.headers["Content-Encoding"] = "gzip"
+    response.headers.add("Vary", "Accept-Encoding")
+    return response
+
+
+def _accepts_gzip(accept_encoding: str) -> bool:
+    return any(token.strip() == "gzip" for token in accept_encoding.split(","))
+
+
 def _list_body(rt: ResourceType, result: ListResult) -> bytes:
     meta: dict[str, Any] = {"resourceVersion": str(result.resource_version)}
     if result.continue_token:
@@ -153,11 +175,12 @@ class SimServer:
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         try:
-            return await self._dispatch(request)
+            response = await self._dispatch(request)
         except ApiError as err:
             return _error(err)
         except orjson.JSONDecodeError as err:
             return _error(errors.bad_request(f"error decoding body: {err}"))
+        return _compressed(request, response)
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         parts = [p for p in request.path.split("/") if p]

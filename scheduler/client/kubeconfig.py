@@ -457,6 +457,7 @@ class ClientConfig:
     insecure_skip_tls_verify: bool = False
     tls_server_name: str | None = None
     proxy_url: str | None = None
+    disable_compression: bool = False  # the cluster's disable-compression: never ask for gzip
     credentials: Credentials = field(default_factory=Credentials)
     # What error messages name: 'cluster "c" in /path/kubeconfig', 'user "u" in ...'.
     cluster_origin: str = "the cluster"
@@ -931,6 +932,7 @@ def _client_config(cluster: _Entry, user: _Entry, *, clock: Clock, token_file_pe
         insecure_skip_tls_verify=insecure,
         tls_server_name=server_name,
         proxy_url=proxy_url,
+        disable_compression=cluster.flag("disable-compression"),
         credentials=credentials,
         cluster_origin=cluster.origin,
         user_origin=user.origin,
@@ -1055,6 +1057,8 @@ def _exec_cluster_info(cluster: _Entry, server: str) -> dict[str, Any]:
         info["certificate-authority-data"] = base64.b64encode(ca).decode("ascii")
     if proxy := cluster.string("proxy-url"):
         info["proxy-url"] = proxy
+    if cluster.flag("disable-compression"):
+        info["disable-compression"] = True
     extensions = cluster.data.get("extensions") or []
     if isinstance(extensions, list):
         for item in extensions:

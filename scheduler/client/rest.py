@@ -141,6 +141,9 @@ class KubeClient:
             config.credentials.on_certificate_change(self._pool.drop_connections)
         self._user_agent = user_agent
         self._static_headers = (("User-Agent", user_agent), ("Accept", "application/json"))
+        # as client-go: large answers come gzipped (the API server compresses those over
+        # 128 KiB) unless the cluster says disable-compression; watches are not compressed
+        self._accept_gzip = not config.disable_compression
         self._limiter = rate_limiter or RateLimiter(qps, burst)
         self._timeout = timeout
         self._read_retries = read_retries
@@ -197,6 +200,8 @@ class KubeClient:
         while True:
             await self._limiter.acquire()
             headers = await self._headers(content_type if data is not None else None)
+            if self._accept_gzip:
+                headers.append(("Accept-Encoding", "gzip"))
             answer = await self._exchange(method, target, headers, data)
             status = answer.status
             if status == 401 and not reauthenticated and self._credentials.refreshable:

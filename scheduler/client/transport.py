@@ -1,4 +1,4 @@
-"""HTTP/1.1 to the API server on asyncio protocols: a keep-alive pool, TLS, proxies.
+"""HTTP/1.1 to the API server on asyncio protocols: a keep-alive pool, TLS, proxies, gzip.
 
 Why not a general HTTP client: per request those build URL objects, header multidicts, request
 and response objects and timers. kubernetes_asyncio's client, which the scheduler first used,
@@ -9,7 +9,8 @@ still spends two to three times this module's CPU per request. The API server's 
 is small — JSON bodies framed by Content-Length or chunked, keep-alive connections — so this
 module speaks just that: one request at a time per pooled connection, one ``write`` per
 request, the answer parsed from the bytes as they arrive. Watches get a connection of their
-own, read as a stream of lines.
+own, read as a stream of lines. A gzipped answer (``KubeClient`` asks for gzip as client-go
+does, unless the kubeconfig says ``disable-compression``) is decompressed whole.
 
 Proxies follow client-go (Go's transport): the kubeconfig's ``proxy-url`` if set, else
 ``HTTPS_PROXY`` / ``HTTP_PROXY`` / ``NO_PROXY`` read once, never for loopback hosts. An
@@ -27,6 +28,7 @@ import ipaddress
 import os
 import ssl
 import urllib.parse
+import zlib
 from collections import deque
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -468,6 +470,19 @@ async def _read_body(conn: _Connection, framing: int | None) -> bytes:
     return data
 
 
+def _decoded(body: bytes, headers: Mapping[str, str]) -> bytes:
+    """The body without its Content-Encoding: gzip (asked for with Accept-Encoding) or none."""
+    encoding = headers.get("content-encoding", "").strip().lower()
+    if not encoding or encoding == "identity":
+        return body
+    if encoding != "gzip":
+        raise ProtocolError(f"an answer in Content-Encoding {encoding!r}, which was not asked for")
+    try:
+        return zlib.decompress(body, wbits=16 + zlib.MAX_WBITS)
+    except zlib.error as exc:
+        raise ProtocolError(f"a gzip answer that does not decompress: {exc}") from exc
+
+
 def encode_request(
     method: str, target: str, authority: str, headers: Iterable[tuple[str, str]], body: bytes | None
 ) -> bytes:
@@ -512,7 +527,7 @@ class HttpPool:
             await conn.send(data)
             status, answer_headers = await _read_head(conn)
             framing = _framing(method, status, answer_headers)
-            payload = await _read_body(conn, framing)
+            payload = _decoded(await _read_body(conn, framing), answer_headers)
             # bytes beyond the answer would be read as the next one's: such a connection is dropped
             reusable = (
                 framing is not None

@@ -478,6 +478,7 @@ async def test_provide_cluster_info_passes_the_cluster_as_client_go_does(
         "certificate-authority": "ca.crt",
         "tls-server-name": "api.test",
         "proxy-url": "http://proxy.test:3128",
+        "disable-compression": True,
         "extensions": [extension],
     }
     user = plugin.user(provideClusterInfo=True, apiVersion=V1BETA1)
@@ -497,6 +498,7 @@ async def test_provide_cluster_info_passes_the_cluster_as_client_go_does(
                 "tls-server-name": "api.test",
                 "certificate-authority-data": b64(pki.ca),
                 "proxy-url": "http://proxy.test:3128",
+                "disable-compression": True,
                 "config": {"audience": "pyscheduler"},
             },
         },

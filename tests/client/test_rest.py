@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import aiohttp
 import orjson
 import pytest
 from aiohttp import web
@@ -17,6 +18,7 @@ from scheduler.client import (
     raise_for_status,
 )
 from scheduler.client.rest import ApiResponse
+from simcluster.access import ADMIN_TOKEN
 
 
 def status_body(code: int, reason: str, message: str) -> dict[str, Any]:
@@ -201,3 +203,55 @@ async def test_a_request_whose_connection_is_cut_under_it_is_sent_again_on_a_new
                 await asyncio.sleep(0.005)
             assert proxy.cut() == 1
             assert (await asyncio.wait_for(pending, 5)).status == 201
+
+
+async def test_a_large_list_comes_gzipped_from_the_local_endpoint_and_is_read_whole(
+    kube: KubeClient, sim: Any, pod: Any
+) -> None:
+    for i in range(300):  # ~150 KiB of pods: over the API server's 128 KiB threshold
+        sim.api.create(sim.api.resource("pods"), "default", pod(f"p-{i:03d}", app="x" * 200))
+    headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    async with aiohttp.ClientSession(auto_decompress=False, headers=headers) as http:
+        for accept, encoding in (("gzip", "gzip"), ("identity", None)):
+            async with http.get(sim.url + "/api/v1/pods", headers={"Accept-Encoding": accept}) as answer:
+                assert answer.headers.get("Content-Encoding") == encoding
+        async with http.get(sim.url + "/api/v1/nodes", headers={"Accept-Encoding": "gzip"}) as small:
+            assert "Content-Encoding" not in small.headers  # 2 nodes: under the threshold
+    resp = await kube.request("GET", "/api/v1/pods")
+    assert len(raise_for_status(resp)["items"]) == 300
+
+
+async def test_gzip_is_asked_for_except_on_watches_and_never_with_disable_compression(
+    scripted: Any, tmp_path: Any
+) -> None:
+    import yaml
+
+    from scheduler.client import load_client_config
+
+    asked: list[tuple[str, str | None]] = []
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        asked.append((request.query.get("watch", ""), request.headers.get("Accept-Encoding")))
+        return web.json_response({"kind": "List", "items": []})
+
+    url = await scripted(handler)
+    for disabled in (False, True):
+        path = tmp_path / f"kc-{disabled}"
+        cluster = {"server": url, "disable-compression": disabled}
+        path.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "clusters": [{"name": "c", "cluster": cluster}],
+                    "users": [{"name": "u", "user": {}}],
+                    "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                    "current-context": "x",
+                }
+            )
+        )
+        async with KubeClient(await load_client_config(str(path)), qps=0) as client:
+            await client.request("GET", "/api/v1/pods")
+            async for _ in client.stream_lines("/api/v1/pods", {"watch": "1"}):
+                pass
+    assert asked == [("", "gzip"), ("1", None), ("", None), ("1", None)]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import gzip
 import os
 import re
 import ssl
@@ -306,6 +307,26 @@ MALFORMED = {
     "chunk size with a 0x prefix": CHUNKED_HEAD + b"0x5\r\nhello\r\n" + LAST_CHUNK,
     "chunk data longer than its size": CHUNKED_HEAD + b"5\r\nhello, world\r\n" + LAST_CHUNK,
 }
+
+
+async def test_a_gzip_answer_is_read_decompressed(serve: Serve, pools: Pools) -> None:
+    server = await serve(answers(ok(gzip.compress(b'{"items":[]}'), "Content-Encoding: gzip")))
+    assert (await get(pools(server.url))).body == b'{"items":[]}'
+
+
+@pytest.mark.parametrize(
+    ("encoding", "body", "message"),
+    [
+        ("br", b"x", "Content-Encoding 'br', which was not asked for"),
+        ("gzip", b"not gzip", "does not decompress"),
+    ],
+)
+async def test_an_answer_encoded_otherwise_raises_protocol_error(
+    serve: Serve, pools: Pools, encoding: str, body: bytes, message: str
+) -> None:
+    server = await serve(answers(ok(body, f"Content-Encoding: {encoding}")))
+    with pytest.raises(ProtocolError, match=re.escape(message)):
+        await get(pools(server.url))
 
 
 @pytest.mark.parametrize("answer", list(MALFORMED.values()), ids=list(MALFORMED))
