@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import sys
 from collections.abc import Sequence
 
@@ -30,6 +31,14 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "keep the status of scheduler-plugins' PodGroups (a kopf operator)",
     ),
 }
+# The subcommands that run the local API endpoint: they need the optional extra `sim` (the
+# simcluster package and kubernetes_asyncio), which the runtime image leaves out.
+NEEDS_SIM = {"sim-cluster", "demo", "simulate"}
+SIM_MODULES = ("simcluster", "kubernetes_asyncio")
+
+
+def sim_installed() -> bool:
+    return all(importlib.util.find_spec(name) is not None for name in SIM_MODULES)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -38,6 +47,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     sub.add_parser("version", help="print the version and exit")
     chosen = argv[0] if argv else None
+    if chosen in NEEDS_SIM and not sim_installed():
+        print(
+            f"pyscheduler {chosen} needs the optional extra 'sim' (the local API endpoint), "
+            "which is not installed: pip install 'pyscheduler[sim]'",
+            file=sys.stderr,
+        )
+        return 2
     modules = {}
     for name, (module_name, help_text) in SUBCOMMANDS.items():
         subparser = sub.add_parser(name, help=help_text)
