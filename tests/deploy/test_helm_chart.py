@@ -225,6 +225,9 @@ def test_deployment_probes_security_and_downward_api(render) -> None:
         "port": "https-metrics",
         "scheme": "HTTPS",
     }
+    # start-up (until the first ready answer) is the startup probe's alone, with minutes to spare
+    assert main["startupProbe"]["httpGet"] == main["readinessProbe"]["httpGet"]
+    assert main["startupProbe"]["periodSeconds"] * main["startupProbe"]["failureThreshold"] >= 300
     env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in main["env"]}
     assert env == {"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace"}
     assert main["resources"]["requests"] and main["resources"]["limits"]
@@ -387,7 +390,8 @@ def test_plain_http_serves_without_tls_auth_or_the_rights_for_them(render) -> No
     main = container(objects)
     assert main["args"] == [*DEFAULT_ARGS[:5], "--plain-http"]
     assert main["ports"] == [{"name": "http-metrics", "containerPort": 10251, "protocol": "TCP"}]
-    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+    probes = (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz"), ("startupProbe", "/readyz"))
+    for probe, path in probes:
         assert main[probe]["httpGet"] == {"path": path, "port": "http-metrics", "scheme": "HTTP"}
     assert pick(objects, "Service")["spec"]["ports"][0]["targetPort"] == "http-metrics"
     rules = pick(objects, "ClusterRole", "pyscheduler")["rules"]
