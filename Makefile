@@ -25,8 +25,8 @@ test: install tools
 
 ## ruff over all the code; mypy over scheduler/ and simcluster/ (what it checks: [tool.mypy] in pyproject.toml)
 lint: install
-	$(BIN)/ruff check scheduler simcluster tests bench e2e examples
-	$(BIN)/ruff format --check scheduler simcluster tests bench e2e examples
+	$(BIN)/ruff check scheduler simcluster tests bench e2e examples scripts
+	$(BIN)/ruff format --check scheduler simcluster tests bench e2e examples scripts
 	$(BIN)/mypy
 
 ## The main job: a local API endpoint with simulated nodes, the scheduler, a sample Deployment.

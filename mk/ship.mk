@@ -1,22 +1,50 @@
 # Shipping: the image, a kind cluster, the e2e suite, chart linting. Included by the Makefile,
 # which provides BIN (the virtualenv's bin, with kubectl) and puts it and .tools/bin (helm) on PATH.
-# kind needs Docker and the internet; CI runs only `helm-lint` and the rendered-manifest tests.
+# kind needs the internet; CI builds and tests the image (`image-test`) but runs no kind cluster.
 
 IMAGE        ?= pyscheduler:dev
 # pip requirements of out-of-tree plugins to install in the image (the Dockerfile's PLUGINS), e.g.
 # PLUGINS=./examples/plugins/pyscheduler-example-plugins
 PLUGINS      ?=
+# Extras of pyproject.toml to install in the image, e.g. EXTRAS=sim for the local API endpoint.
+EXTRAS       ?=
+# Empty: the registry's python:3.12-slim-bookworm if it can be pulled, else BASE_IMAGE_LOCAL.
+BASE_IMAGE   ?=
+BASE_IMAGE_LOCAL ?= pyscheduler-base:bookworm
+EXAMPLE_PLUGINS := ./examples/plugins/pyscheduler-example-plugins
 KIND_CLUSTER ?= pyscheduler
 KIND_VERSION ?= v0.29.0
 KIND         ?= $(or $(shell command -v kind 2>/dev/null),$(CURDIR)/.tools/bin/kind)
 E2E_ARGS     ?=
 CHART        := helm/pyscheduler
 
-.PHONY: image kind kind-up kind-load kind-down e2e helm-lint
+.PHONY: docker docker-stop base-image image image-test kind kind-up kind-load kind-down e2e helm-lint
 
-image:
-	docker build --tag $(IMAGE) --build-arg PLUGINS="$(PLUGINS)" .
-	@docker image inspect $(IMAGE) --format 'image $(IMAGE): {{.Size}} bytes'
+## A Docker daemon: Debian's docker.io installed and dockerd started where missing (as root).
+docker:
+	bash scripts/install-docker.sh
+
+## Stops the dockerd that `make docker` started, if it did start one.
+docker-stop:
+	bash scripts/install-docker.sh stop
+
+## The stand-in Python base built from Debian packages (mmdebstrap), for hosts without a registry.
+base-image: docker
+	BASE_IMAGE_LOCAL=$(BASE_IMAGE_LOCAL) bash scripts/base-image.sh
+
+## Prints the image's size and build time.
+image: docker
+	IMAGE=$(IMAGE) BASE_IMAGE=$(BASE_IMAGE) BASE_IMAGE_LOCAL=$(BASE_IMAGE_LOCAL) \
+		PLUGINS="$(PLUGINS)" EXTRAS="$(EXTRAS)" bash scripts/build-image.sh
+
+## The container test: builds $(IMAGE), and $(IMAGE)-plugins with the example plugins and the sim
+## extra (from cached layers where nothing changed), then runs the container tests of tests/deploy
+## (marker `docker`) against them.
+image-test: install tools docker
+	$(MAKE) --no-print-directory image
+	$(MAKE) --no-print-directory image IMAGE=$(IMAGE)-plugins PLUGINS=$(EXAMPLE_PLUGINS) EXTRAS=sim
+	PYSCHEDULER_IMAGE=$(IMAGE) PYSCHEDULER_PLUGINS_IMAGE=$(IMAGE)-plugins \
+		$(BIN)/pytest -q -rs -m docker tests/deploy
 
 ## kind itself, into .tools/bin, when it is not on PATH already.
 kind: $(KIND)
