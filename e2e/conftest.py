@@ -55,6 +55,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="nodes are simulated (e.g. kwok): check that pods are bound, not that they run",
     )
     group.addoption("--keep", action="store_true", help="chart mode: leave the release installed afterwards")
+    group.addoption(
+        "--helm-set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="chart mode: one more `helm --set` for the release, e.g. imagePullSecrets[0].name=regcred",
+    )
 
 
 @dataclass(slots=True)
@@ -146,7 +153,8 @@ def scheduler(request: pytest.FixtureRequest, kubectl: Kubectl) -> Iterator[Sche
         kubectl, "chart", option("--scheduler-name"), option("--install-namespace"), option("--release")
     )
     readers = f'rbac.metricsReader.serviceAccounts=[{{"name": "{METRICS_READER}"}}]'
-    install_chart(helm, sched, option("--image"), "--set-json", readers)
+    sets = [arg for item in option("--helm-set") for arg in ("--set", item)]
+    install_chart(helm, sched, option("--image"), "--set-json", readers, *sets)
     wait_for("a scheduler replica to take the Lease", sched.leader, timeout=120)
     sched.token = service_account_token(kubectl, sched.namespace, METRICS_READER)
     yield sched
