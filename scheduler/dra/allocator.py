@@ -8,31 +8,46 @@ tried once, and the first complete solution is taken, as upstream's, so the same
 the same device names. It backtracks when a later request, a ``matchAttribute`` or
 ``distinctAttribute`` constraint, or the limit of 32 devices per claim cannot be met. A device
 is taken when it is not allocated to any claim yet (``adminAccess`` requests may share one),
-every selector of its class and of the request matches, and its taints are tolerated. The
-result of each claim is the API's ``AllocationResult``: devices per request, the class and
-claim configuration for the requests that got devices, and the node selector the devices imply.
+every selector of its class and of the request matches, its capacity fits the request (see
+``scheduler.dra.capacity``), the counters it consumes have room and its taints are tolerated.
+
+Partitionable devices: a device consuming counters takes them from its pool's counters left
+(what allocated devices on any node do not consume, see ``SliceIndex.available_counters``) and
+from what the search took so far; it is refused when any counter of the pool would be short.
+As upstream, counters taken for a device then refused for a taint or a constraint stay taken
+for the rest of that node's search, and so do those of a shared device once taken.
+
+Shared devices (``allowMultipleAllocations``) are never "in use": each allocation gets a share
+(a new ``shareID``) and consumes capacity (``consumedCapacity``), counted with what other
+claims' shares consume, the assumed ones included; their counters are taken once.
+
+The result of each claim is the API's ``AllocationResult``: devices per request (with their
+binding conditions copied, a share and its consumed capacity), the class and claim configuration
+for the requests that got devices, and the node selector the devices imply (the node itself for
+node-local devices and for devices that bind to their node).
 
 ``allocate`` returns None when the claims do not fit on the node, raises ``NodeFailure`` when
-the node's pools are unusable or when they do not fit and the node has devices left out for a
-feature pyscheduler lacks (the plugin then reports it for that node only, naming it), and
-``ClaimError`` for a problem of a claim or class (a bad selector, an All request over a pool
-being updated): upstream stops scheduling the pod with that error.
+the node's pools are unusable and ``ClaimError`` for a problem of a claim or class (a bad
+selector, an All request over a pool being updated): upstream stops scheduling the pod with
+that error.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Container, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
+from scheduler.api.quantity import Quantity, QuantityError
+from scheduler.dra import capacity
 from scheduler.dra.cel import CelError, SelectorCache
-from scheduler.dra.model import Device, DeviceID, Pool, SliceIndex
+from scheduler.dra.model import Amount, CounterKey, Device, DeviceID, Pool, PoolKey, SliceIndex
 
 ALLOCATION_RESULTS_MAX_SIZE = 32  # upstream's AllocationResultsMaxSize
-CANNOT_ALLOCATE = "cannot allocate all claims"  # upstream's reason when the claims do not fit
 ALL = "All"
 EXACT_COUNT = "ExactCount"
 
@@ -77,6 +92,32 @@ class _Request:
     count: int
     admin: bool
     tolerations: tuple[Mapping[str, Any], ...]
+    capacity: Mapping[str, Quantity]  # capacity.requests
+    capacity_key: Hashable  # the same for requests asking the same capacity
+
+
+@dataclass(slots=True, eq=False)
+class _Choice:
+    """A device picked for a request: with a share of it and what that consumes, if shared."""
+
+    request: _Request
+    device: Device
+    share_id: str = ""
+    consumed: Mapping[str, Quantity] | None = None
+
+
+class AllocatedState(Protocol):
+    """The devices claims hold when the cycle starts (``scheduler.dra.claims.AllocatedDevices``)."""
+
+    def __contains__(self, device: object) -> bool:
+        """Held exclusively by some claim."""
+
+    def is_allocated(self, device: DeviceID) -> bool:
+        """Held in any way (exclusively, or by a share)."""
+
+    def consumed_capacity(self, device: DeviceID) -> Mapping[str, Amount] | None: ...
+
+    def pool_version(self, pool: PoolKey) -> Hashable: ...
 
 
 @dataclass(slots=True, eq=False)
@@ -211,7 +252,7 @@ class Allocator:
     def __init__(
         self,
         index: SliceIndex,
-        allocated: Container[DeviceID],
+        allocated: AllocatedState,
         classes: Callable[[str], Mapping[str, Any] | None],
         selectors: SelectorCache,
         claims: Sequence[Mapping[str, Any]],
@@ -236,14 +277,8 @@ class Allocator:
         if not search.run():
             if any(p.invalid for p in search.pools):
                 raise NodeFailure("invalid resource pools were encountered")
-            left_out = sorted({f for p in search.pools for s in p.slices for f in s.skipped})
-            if left_out:
-                raise NodeFailure(
-                    f"{CANNOT_ALLOCATE}: the node's devices that need {', '.join(left_out)} were left out "
-                    "(not implemented by pyscheduler)"
-                )
             return None
-        return NodeAllocation(self.claims, search.results)
+        return NodeAllocation(self.claims, search.results, node_name)
 
     def _prepare(self, claim: Mapping[str, Any]) -> _Claim:
         devices = (claim.get("spec") or {}).get("devices") or {}
@@ -307,6 +342,11 @@ class Allocator:
         mode = str(raw.get("allocationMode") or EXACT_COUNT)
         if mode not in (ALL, EXACT_COUNT):
             raise ClaimError(f"claim {claim_ref(claim)}, request {name}: unsupported count mode {mode}")
+        requested = (raw.get("capacity") or {}).get("requests") or {}
+        try:
+            wanted = {str(k): Quantity.parse(v) for k, v in requested.items()}
+        except QuantityError as exc:
+            raise ClaimError(f"claim {claim_ref(claim)}, request {name}: capacity: {exc}") from None
         return _Request(
             name=name,
             base=base,
@@ -318,6 +358,8 @@ class Allocator:
             count=int(raw.get("count") or 1),
             admin=bool(raw.get("adminAccess")),
             tolerations=tuple(raw.get("tolerations") or ()),
+            capacity=wanted,
+            capacity_key=tuple(sorted((k, v.value) for k, v in wanted.items())),
         )
 
 
@@ -337,18 +379,20 @@ def _check_claim_size(claim: Mapping[str, Any], min_devices: int) -> None:
 class NodeAllocation:
     """The devices found on one node, per claim; ``results`` are the API's AllocationResults."""
 
-    __slots__ = ("_chosen", "_claims", "_results")
+    __slots__ = ("_chosen", "_claims", "_node", "_results")
 
-    def __init__(self, claims: Sequence[_Claim], chosen: list[list[tuple[_Request, Device]]]) -> None:
+    def __init__(self, claims: Sequence[_Claim], chosen: list[list[_Choice]], node_name: str) -> None:
         self._claims = claims
         self._chosen = chosen
+        self._node = node_name
         self._results: list[dict[str, Any]] | None = None
 
     def results(self) -> list[dict[str, Any]]:
         """Built when asked (Reserve, Score): Filter finds many nodes, only one is taken."""
         if self._results is None:
             self._results = [
-                _result(c.claim, chosen) for c, chosen in zip(self._claims, self._chosen, strict=True)
+                _result(c.claim, chosen, self._node)
+                for c, chosen in zip(self._claims, self._chosen, strict=True)
             ]
         return self._results
 
@@ -382,7 +426,11 @@ class _Search:
         self.claims = allocator.claims
         self.constraints = [[kind(a, r) for kind, a, r in c.constraints] for c in self.claims]
         self.allocating: dict[DeviceID, set[int]] = {}
-        self.results: list[list[tuple[_Request, Device]]] = [[] for _ in self.claims]
+        # what this search took so far: counters per pool, capacity of shared devices
+        self.consumed: dict[PoolKey, dict[CounterKey, Amount]] = {}
+        self.allocating_capacity: dict[DeviceID, dict[str, Amount]] = {}
+        self.available: dict[PoolKey, dict[CounterKey, Amount]] = {}
+        self.results: list[list[_Choice]] = [[] for _ in self.claims]
         self.all_devices: dict[int, list[Device]] = {}  # id(request) -> its devices on this node
         self.timed = allocator.timeout > 0
         self.deadline = allocator.clock() + allocator.timeout if self.timed else 0.0
@@ -424,15 +472,7 @@ class _Search:
                     f"claim {claim_ref(claim)}, request {request.name}: asks for all devices, but resource "
                     f"pool {pool.pool_id} is currently invalid"
                 )
-            left_out = sorted({f for s in pool.slices for f in s.skipped})
-            if left_out:
-                # all but those would be a smaller allocation than upstream's: none instead
-                raise NodeFailure(
-                    f"{CANNOT_ALLOCATE}: claim {claim_ref(claim)}, request {request.name} asks for all "
-                    f"devices, but the node's devices that need {', '.join(left_out)} were left out "
-                    "(not implemented by pyscheduler)"
-                )
-            devices += (d for d in pool.devices() if self._selectable(request, d))
+            devices += (d for d in pool.devices() if self._selectable(request, d) and self._fits(request, d))
         return devices
 
     # ---------------------------------------------------------------- matching
@@ -457,6 +497,57 @@ class _Search:
 
     def _in_use(self, device_id: DeviceID) -> bool:
         return device_id in self.a.allocated or bool(self.allocating.get(device_id))
+
+    def _fits(self, request: _Request, device: Device) -> bool:
+        """The request's capacity fits what the device has left (upstream's check for every
+        device, shared or not). For an exclusive device nothing else consumes any of it: that
+        answer is the same for every request asking the same, and is kept with the device."""
+        if not request.capacity and not device.capacity:
+            return True
+        in_use = self.a.allocated.consumed_capacity(device.id)
+        if device.multiple or in_use is not None:
+            return capacity.fits(
+                request.capacity, device.capacity, in_use, self.allocating_capacity.get(device.id)
+            )
+        known = device.fits.get(request.capacity_key)
+        if known is None:
+            known = device.fits[request.capacity_key] = capacity.fits(
+                request.capacity, device.capacity, None, None
+            )
+        return known
+
+    def _capacity_in_use(self, device_id: DeviceID) -> bool:
+        return (
+            self.a.allocated.consumed_capacity(device_id) is not None or device_id in self.allocating_capacity
+        )
+
+    def _take_counters(self, device: Device) -> bool:
+        """Count the device's counters as taken; False (and not taken) when the pool would then be
+        short of any of its counters."""
+        pool = device.slice.key
+        available = self.available.get(pool)
+        if available is None:
+            available = self.available[pool] = self.a.index.available_counters(
+                self._pool(pool), self.a.allocated
+            )
+        consumed = self.consumed.setdefault(pool, {})
+        for counter_set, counters in device.consumes:
+            for counter, value in counters:
+                key = (counter_set, counter)
+                consumed[key] = consumed.get(key, 0) + value
+        if any(left < consumed.get(key, 0) for key, left in available.items()):
+            self._release_counters(device)
+            return False
+        return True
+
+    def _release_counters(self, device: Device) -> None:
+        consumed = self.consumed[device.slice.key]
+        for counter_set, counters in device.consumes:
+            for counter, value in counters:
+                consumed[(counter_set, counter)] -= value
+
+    def _pool(self, key: PoolKey) -> Pool:
+        return next(p for p in self.pools if p.key == key)
 
     # ---------------------------------------------------------------- search
 
@@ -522,6 +613,8 @@ class _Search:
                 continue
             if not self._selectable(request, device):
                 continue
+            if not self._fits(request, device):
+                continue
             if not self._add(ci, request, device, must=False):
                 continue
             if self._then(ci, request, device, ri, di, sub, position + 1):
@@ -543,9 +636,13 @@ class _Search:
 
     def _add(self, ci: int, request: _Request, device: Device, must: bool) -> bool:
         if request.admin:
-            if ci in self.allocating.get(device.id, ()):
+            if not device.multiple and ci in self.allocating.get(device.id, ()):
                 return False
         elif self._in_use(device.id):
+            return False
+        # a shared device already in use took its counters then
+        shared_in_use = device.multiple and self._capacity_in_use(device.id)
+        if device.consumes and not shared_in_use and not self._take_counters(device):
             return False
         if device.taints and _taint_blocks(device, request):
             return False
@@ -560,23 +657,42 @@ class _Search:
                 for earlier in constraints[:i]:
                     earlier.remove(request)
                 return False
-        self.allocating.setdefault(device.id, set()).add(ci)
-        self.results[ci].append((request, device))
+        choice = _Choice(request, device)
+        if device.multiple:
+            choice.consumed = capacity.consumption(request.capacity, device.capacity)
+            choice.share_id = str(uuid.uuid4())
+            taken = self.allocating_capacity.setdefault(device.id, {})
+            for name, quantity in choice.consumed.items():
+                taken[name] = taken.get(name, 0) + quantity.value
+        else:
+            self.allocating.setdefault(device.id, set()).add(ci)
+        self.results[ci].append(choice)
         return True
 
     def _remove(self, ci: int, request: _Request, device: Device) -> None:
         for constraint in self.constraints[ci]:
             constraint.remove(request)
-        self.allocating[device.id].discard(ci)
-        self.results[ci].pop()
+        choice = self.results[ci].pop()
+        if device.multiple:
+            if choice.consumed:  # as upstream, a share consuming nothing keeps the device in use
+                taken = self.allocating_capacity[device.id]
+                for name, quantity in choice.consumed.items():
+                    taken[name] -= quantity.value
+                if not any(taken.values()):
+                    del self.allocating_capacity[device.id]
+        else:
+            self.allocating[device.id].discard(ci)
+            if device.consumes:
+                self._release_counters(device)
 
 
 # ---------------------------------------------------------------- results
 
 
-def _result(claim: Mapping[str, Any], chosen: Sequence[tuple[_Request, Device]]) -> dict[str, Any]:
+def _result(claim: Mapping[str, Any], chosen: Sequence[_Choice], node_name: str) -> dict[str, Any]:
     results = []
-    for request, device in chosen:
+    for choice in chosen:
+        request, device = choice.request, choice.device
         entry: dict[str, Any] = {
             "request": request.name,
             "driver": device.id[0],
@@ -587,23 +703,31 @@ def _result(claim: Mapping[str, Any], chosen: Sequence[tuple[_Request, Device]])
             entry["adminAccess"] = True
         if request.tolerations:
             entry["tolerations"] = [dict(t) for t in request.tolerations]
+        if device.binding_conditions:
+            entry["bindingConditions"] = list(device.binding_conditions)
+        if device.binding_failure_conditions:
+            entry["bindingFailureConditions"] = list(device.binding_failure_conditions)
+        if choice.share_id:
+            entry["shareID"] = choice.share_id
+        if choice.consumed:
+            entry["consumedCapacity"] = {name: str(q) for name, q in choice.consumed.items()}
         results.append(entry)
     allocation: dict[str, Any] = {"devices": {"results": results}}
     config = _config(claim, chosen)
     if config:
         allocation["devices"]["config"] = config
-    node_selector = _node_selector(claim, (device for _, device in chosen))
+    node_selector = _node_selector(claim, (choice.device for choice in chosen), node_name)
     if node_selector is not None:
         allocation["nodeSelector"] = node_selector
     return allocation
 
 
-def _config(claim: Mapping[str, Any], chosen: Sequence[tuple[_Request, Device]]) -> list[dict[str, Any]]:
+def _config(claim: Mapping[str, Any], chosen: Sequence[_Choice]) -> list[dict[str, Any]]:
     """Class configuration for each class used (once per class, naming its requests), then the
     claim's own for the requests (or alternatives) that got devices, as upstream."""
     picked: dict[str, _Request] = {}
-    for request, _ in chosen:
-        picked.setdefault(request.base, request)
+    for choice in chosen:
+        picked.setdefault(choice.request.base, choice.request)
     config: list[dict[str, Any]] = []
     by_class: dict[str, list[dict[str, Any]]] = {}
     devices = (claim.get("spec") or {}).get("devices") or {}
@@ -638,20 +762,28 @@ def _config(claim: Mapping[str, Any], chosen: Sequence[tuple[_Request, Device]])
     return config
 
 
-def _node_selector(claim: Mapping[str, Any], devices: Iterable[Device]) -> dict[str, Any] | None:
-    """Where the allocation can be used: the node of a node-local device, else the union of the
-    requirements of the slices' node selectors, else everywhere (None)."""
+def _node_selector(
+    claim: Mapping[str, Any], devices: Iterable[Device], node_name: str
+) -> dict[str, Any] | None:
+    """Where the allocation can be used: the node when a device is local to a node or binds to
+    the node it is allocated for, else the union of the requirements of the node selectors (of
+    the slices, or of the devices that select nodes themselves), else everywhere (None)."""
     fields: list[Any] = []
     expressions: list[Any] = []
     for device in devices:
         s = device.slice
-        if s.node_name:
+        local, selector = (
+            (device.node_name, device.raw_node_selector)
+            if s.per_device
+            else (s.node_name, s.raw_node_selector)
+        )
+        if local or device.binds_to_node:
             return {
                 "nodeSelectorTerms": [
-                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [s.node_name]}]}
+                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node_name]}]}
                 ]
             }
-        terms = (s.raw_node_selector or {}).get("nodeSelectorTerms") or ()
+        terms = (selector or {}).get("nodeSelectorTerms") or ()
         if len(terms) > 1:
             name = (claim.get("metadata") or {}).get("name", "")
             raise ClaimError(

@@ -3,19 +3,23 @@ it decided at Reserve but has not written yet, and with its writes before the in
 them (as assumed pods in the cache).
 
 ``ClaimTracker.allocated_devices`` is every device some claim holds, pending and assumed ones
-included, so two pods in consecutive cycles never get the same device.
+included, so two pods in consecutive cycles never get the same device: the devices held
+exclusively, the shares of devices that allow multiple allocations and the capacity those
+consume (DRAConsumableCapacity), and per pool a version that changes with its allocations, so
+the counters a pool has left are recomputed only then.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Hashable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from scheduler.api import Pod
+from scheduler.api.quantity import QuantityError
 from scheduler.dra.extended import special_owner
-from scheduler.dra.model import DeviceID
+from scheduler.dra.model import Amount, DeviceID, PoolKey, amount
 from scheduler.framework import ObjectLister
 
 RESERVED_FOR_MAX_SIZE = 256  # upstream's ResourceClaimReservedForMaxSize
@@ -90,16 +94,77 @@ def can_be_reserved(claim: Mapping[str, Any]) -> bool:
     return len(reserved_for(claim)) < RESERVED_FOR_MAX_SIZE
 
 
-def devices_of(claim: Mapping[str, Any]) -> frozenset[DeviceID]:
-    """The devices an allocation holds exclusively (admin access does not hold a device)."""
+@dataclass(slots=True, frozen=True)
+class Holding:
+    """What an allocation holds: devices of its own (admin access holds none), and shares of
+    devices allowing multiple allocations, with the capacity each share consumes (or None)."""
+
+    exclusive: frozenset[DeviceID]
+    shares: tuple[tuple[DeviceID, Mapping[str, Amount] | None], ...]
+
+    def devices(self) -> Iterator[DeviceID]:
+        yield from self.exclusive
+        for device, _ in self.shares:
+            yield device
+
+
+NOTHING_HELD = Holding(frozenset(), ())
+
+
+def holding_of(claim: Mapping[str, Any]) -> Holding:
     allocation = allocation_of(claim)
     if not allocation:
-        return frozenset()
-    return frozenset(
-        (str(r.get("driver")), str(r.get("pool")), str(r.get("device")))
-        for r in (allocation.get("devices") or {}).get("results") or ()
-        if not r.get("adminAccess")
-    )
+        return NOTHING_HELD
+    exclusive = set()
+    shares = []
+    for r in (allocation.get("devices") or {}).get("results") or ():
+        if r.get("adminAccess"):
+            continue
+        device = (str(r.get("driver")), str(r.get("pool")), str(r.get("device")))
+        if r.get("shareID") is None:
+            exclusive.add(device)
+            continue
+        consumed = r.get("consumedCapacity")
+        try:
+            capacity = {str(k): amount(v) for k, v in consumed.items()} if consumed is not None else None
+        except (QuantityError, AttributeError):
+            capacity = None  # the API server would not have stored it: nothing to count
+        shares.append((device, capacity))
+    return Holding(frozenset(exclusive), tuple(shares))
+
+
+def devices_of(claim: Mapping[str, Any]) -> frozenset[DeviceID]:
+    """The devices an allocation holds exclusively (admin access does not hold a device)."""
+    return holding_of(claim).exclusive
+
+
+class _Held:
+    """Counts of what a set of allocations holds, kept up to date as holdings come and go."""
+
+    __slots__ = ("capacity", "capacity_shares", "exclusive", "revisions", "shares")
+
+    def __init__(self) -> None:
+        self.exclusive: Counter[DeviceID] = Counter()
+        self.shares: Counter[DeviceID] = Counter()
+        # per device: the capacity its shares consume in all, and how many shares say so
+        self.capacity: dict[DeviceID, dict[str, Amount]] = {}
+        self.capacity_shares: Counter[DeviceID] = Counter()
+        self.revisions: Counter[PoolKey] = Counter()  # per pool: bumped whenever a holding changes
+
+    def change(self, holding: Holding, sign: int) -> None:
+        for device in holding.exclusive:
+            self.exclusive[device] += sign
+        for device, consumed in holding.shares:
+            self.shares[device] += sign
+            if consumed is not None:
+                self.capacity_shares[device] += sign
+                total = self.capacity.setdefault(device, {})
+                for name, value in consumed.items():
+                    total[name] = total.get(name, 0) + sign * value
+                if not self.capacity_shares[device]:
+                    del self.capacity[device]
+        for device in holding.devices():
+            self.revisions[(device[0], device[1])] += 1
 
 
 @dataclass(slots=True)
@@ -118,9 +183,9 @@ class ClaimTracker:
         self._lister = lister
         self._pending: dict[str, Mapping[str, Any]] = {}
         self._assumed: dict[str, _Assumed] = {}
-        # the informer's claims as last seen (by object identity) and how many hold each device
-        self._seen: dict[int, tuple[Mapping[str, Any], frozenset[DeviceID]]] = {}
-        self._holders: Counter[DeviceID] = Counter()
+        # the informer's claims as last seen (by object identity), what each holds, and in all
+        self._seen: dict[int, tuple[Mapping[str, Any], Holding]] = {}
+        self._held = _Held()
         # special claims (extended resources backed by DRA) by the uid of the pod controlling them
         self._specials: dict[str, Mapping[str, Any]] = {}
 
@@ -163,33 +228,31 @@ class ClaimTracker:
     def allocated_devices(self) -> AllocatedDevices:
         """Every device a claim holds. The informer's claims are compared by identity with the
         last call's (an update is a new object), so only changed claims are looked into."""
-        seen: dict[int, tuple[Mapping[str, Any], frozenset[DeviceID]]] = {}
+        seen: dict[int, tuple[Mapping[str, Any], Holding]] = {}
         old = self._seen
-        holders = self._holders
+        held = self._held
         for claim in self._lister.list():
             known = old.pop(id(claim), None)
             if known is None or known[0] is not claim:
                 if known is not None:
-                    holders.subtract(known[1])
+                    held.change(known[1], -1)
                     self._forget_special(known[0])
-                known = (claim, devices_of(claim))
-                holders.update(known[1])
+                known = (claim, holding_of(claim))
+                held.change(known[1], 1)
                 owner = special_owner(claim)
                 if owner:
                     self._specials[owner] = claim
             seen[id(claim)] = known
-        for gone, devices in old.values():  # claims gone since the last call
-            holders.subtract(devices)
+        for gone, holding in old.values():  # claims gone since the last call
+            held.change(holding, -1)
             self._forget_special(gone)
         self._seen = seen
-        assumed_devices: set[DeviceID] = set()
-        for claim in self._pending.values():
-            assumed_devices |= devices_of(claim)
+        assumed = [holding_of(claim) for claim in self._pending.values()]
         for key in list(self._assumed):
-            assumed = self._current(key, self._lister.get(key))
-            if assumed is not None:
-                assumed_devices |= devices_of(assumed.claim)
-        return AllocatedDevices(holders, assumed_devices)
+            current = self._current(key, self._lister.get(key))
+            if current is not None:
+                assumed.append(holding_of(current.claim))
+        return AllocatedDevices(held, assumed)
 
     def special_claim(self, pod_uid: str) -> Mapping[str, Any] | None:
         """The special claim the pod controls, as the last ``allocated_devices`` saw the claims."""
@@ -202,13 +265,61 @@ class ClaimTracker:
 
 
 class AllocatedDevices:
-    """``device in view``: some claim holds it (the informer's claims or an assumed one)."""
+    """One cycle's view of what claims hold: the informer's claims (``held``) and the
+    allocations pending or assumed on top (``assumed``). ``device in view``: some claim holds
+    the device exclusively."""
 
-    __slots__ = ("_assumed", "_holders")
+    __slots__ = (
+        "_assumed",
+        "_assumed_capacity",
+        "_assumed_exclusive",
+        "_assumed_pools",
+        "_assumed_shares",
+        "_held",
+    )
 
-    def __init__(self, holders: Counter[DeviceID], assumed: set[DeviceID]) -> None:
-        self._holders = holders
-        self._assumed = assumed
+    def __init__(self, held: _Held, assumed: list[Holding]) -> None:
+        self._held = held
+        self._assumed_exclusive: set[DeviceID] = set()
+        self._assumed_shares: set[DeviceID] = set()
+        self._assumed_capacity: dict[DeviceID, dict[str, Amount]] = {}
+        pools: dict[PoolKey, set[DeviceID]] = {}
+        for holding in assumed:
+            self._assumed_exclusive |= holding.exclusive
+            for device, consumed in holding.shares:
+                self._assumed_shares.add(device)
+                if consumed is not None:
+                    total = self._assumed_capacity.setdefault(device, {})
+                    for name, value in consumed.items():
+                        total[name] = total.get(name, 0) + value
+            for device in holding.devices():
+                pools.setdefault((device[0], device[1]), set()).add(device)
+        self._assumed_pools = {pool: frozenset(devices) for pool, devices in pools.items()}
 
     def __contains__(self, device: object) -> bool:
-        return self._holders.get(device, 0) > 0 or device in self._assumed  # type: ignore[call-overload]
+        return self._held.exclusive.get(device, 0) > 0 or device in self._assumed_exclusive  # type: ignore[call-overload]
+
+    def is_allocated(self, device: DeviceID) -> bool:
+        """Held in any way: exclusively or by a share (what counts against a pool's counters)."""
+        held = self._held
+        return (
+            held.exclusive.get(device, 0) > 0
+            or held.shares.get(device, 0) > 0
+            or device in held.capacity
+            or device in self._assumed_exclusive
+            or device in self._assumed_shares
+        )
+
+    def consumed_capacity(self, device: DeviceID) -> Mapping[str, Amount] | None:
+        """What the device's shares consume in all; None when no share says."""
+        held = self._held.capacity.get(device)
+        assumed = self._assumed_capacity.get(device)
+        if assumed is None:
+            return held
+        if held is None:
+            return assumed
+        return {name: held.get(name, 0) + assumed.get(name, 0) for name in {*held, *assumed}}
+
+    def pool_version(self, pool: PoolKey) -> Hashable:
+        """Changes whenever what the pool's devices are held by changes."""
+        return (self._held.revisions.get(pool, 0), self._assumed_pools.get(pool))

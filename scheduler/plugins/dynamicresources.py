@@ -18,9 +18,13 @@ allocation and reservation and records it in the pod's ``status.extendedResource
 Unreserve deletes a created one. A special claim left from an earlier cycle is deleted by
 PostFilter, and the pod tried anew.
 
-Not implemented yet, reported instead of allocated wrongly: devices that need partitionable
-devices, consumable capacity or binding conditions are never offered (see scheduler.dra.model),
-and a claim asking for device capacity is unschedulable naming DRAConsumableCapacity.
+Binding conditions (DRADeviceBindingConditions): PreBind writes the allocation (with an
+``allocationTimestamp``) and the reservation, then, when a device has binding conditions, waits
+in the binding cycle (the scheduling loop goes on; NominatedNodeName tells where the pod goes)
+until the driver sets them all True in the claim's ``status.devices``, looking every 5 s as
+upstream, for at most ``bindingTimeout``. A failure condition or the timeout fails PreBind: the
+pod is unreserved and retried, and then its claim, failed or allocated too long ago, is not
+available on any node, so PostFilter deallocates it for the next attempt.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -37,7 +42,7 @@ import numpy as np
 from scheduler.api import Pod
 from scheduler.api.selectors import NodeSelector, SelectorError
 from scheduler.config import DynamicResourcesArgs
-from scheduler.dra import extended
+from scheduler.dra import binding, extended
 from scheduler.dra.allocator import (
     AllocationTimeout,
     Allocator,
@@ -61,7 +66,7 @@ from scheduler.dra.claims import (
     is_reserved_for_pod,
     reserved_for,
 )
-from scheduler.dra.model import CONSUMABLE_CAPACITY, SliceParser
+from scheduler.dra.model import SliceParser
 from scheduler.framework import (
     ActionType,
     ClusterEvent,
@@ -98,6 +103,7 @@ STILL_NOT_SCHEDULABLE = "still not schedulable"
 FINALIZER = "resource.kubernetes.io/delete-protection"
 FIRST_AVAILABLE_MAX_SIZE = 8  # upstream's FirstAvailableDeviceRequestMaxSize
 CONFLICT_RETRIES = 5
+BINDING_CONDITIONS_POLL = 5.0  # how often PreBind looks at the binding conditions (upstream's)
 
 _STATE_KEY = names.DYNAMIC_RESOURCES
 CLAIMS = "resourceclaims"
@@ -111,6 +117,7 @@ class _State:
 
     claims: list[Mapping[str, Any]] = field(default_factory=list)
     available_on: list[NodeSelector | None] = field(default_factory=list)
+    unready: list[int] = field(default_factory=list)  # allocated claims whose binding failed or timed out
     allocator: Allocator | None = None
     by_node: dict[str, NodeAllocation] = field(default_factory=dict)
     unavailable: set[int] = field(default_factory=set)
@@ -152,12 +159,18 @@ class DynamicResources:
         self._handle = handle
         # DRASchedulerFilterTimeout (beta, on): how long one node's allocation may search
         self._filter_timeout = (args or DynamicResourcesArgs()).filter_timeout
+        self._binding_timeout = (args or DynamicResourcesArgs()).binding_timeout
+        # wall time (for allocation timestamps) as the injectable clock moves
+        self._epoch = time.time() - handle.clock.now()
         self._tracker: ClaimTracker | None = None
         self._slices = SliceParser()
         self._class_maps = extended.ClassMaps()
         self._selectors = SelectorCache()
         self._reported_slices: set[str] = set()
         self._background: set[asyncio.Task[None]] = set()
+
+    def _wall_time(self) -> float:
+        return self._epoch + self._handle.clock.now()
 
     @property
     def tracker(self) -> ClaimTracker:
@@ -286,6 +299,8 @@ class DynamicResources:
                     available_on.append(NodeSelector.parse(selector) if selector else None)
                 except SelectorError as exc:
                     return None, Status.from_error(exc)
+                if not self._may_bind(claim):
+                    data.unready.append(position)
                 continue
             available_on.append(None)
             to_allocate += 1
@@ -340,8 +355,20 @@ class DynamicResources:
             return found
         return extended.in_memory_claim(pod)
 
+    def _may_bind(self, claim: Mapping[str, Any]) -> bool:
+        """An allocated claim can still be bound: its binding neither failed nor timed out."""
+        try:
+            ready = binding.is_ready(claim)
+        except binding.BindingFailed as exc:
+            log.debug("claim %s failed binding conditions check: %s", claim_key(claim), exc)
+            return False
+        if not ready and binding.timed_out(claim, self._binding_timeout, self._wall_time()):
+            log.debug("claim %s timed out waiting for binding conditions", claim_key(claim))
+            return False
+        return True
+
     def _check_requests(self, claim: Mapping[str, Any]) -> Status | None:
-        """Every request names an existing class; capacity requests need a feature not here."""
+        """Every request names an existing class."""
         for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ():
             name = str(request.get("name", ""))
             if request.get("exactly"):
@@ -359,11 +386,6 @@ class DynamicResources:
                 if self._handle.lister(CLASSES).get(str(class_name)) is None:
                     return Status.unresolvable(
                         f"request {qualified}: device class {class_name} does not exist"
-                    )
-                if raw.get("capacity"):
-                    return Status.unresolvable(
-                        f"resource claim {claim_ref(claim)}, request {qualified}: requests device capacity, "
-                        f"which needs {CONSUMABLE_CAPACITY} (not implemented by pyscheduler)"
                     )
         return None
 
@@ -391,7 +413,7 @@ class DynamicResources:
         unavailable = [
             i
             for i, selector in enumerate(data.available_on)
-            if selector is not None and not selector.matches(node.labels, node.name)
+            if (selector is not None and not selector.matches(node.labels, node.name)) or i in data.unready
         ]
         if unavailable:
             data.unavailable.update(unavailable)
@@ -624,7 +646,55 @@ class DynamicResources:
             except BindFailure as exc:
                 self.tracker.restore(claim_key(claim))
                 return Status.from_error(exc)
-        return None
+        if not any(binding.has_binding_conditions(c) for c in data.claims):
+            return None
+        return await self._await_binding_conditions(data, pod, node_name)
+
+    async def _await_binding_conditions(self, data: _State, pod: Pod, node_name: str) -> Status | None:
+        """Until the drivers set every binding condition True: an error on a failure condition,
+        or once ``bindingTimeout`` passed (upstream's messages). The claims are read as the
+        scheduler sees them, every 5 s (the first time at once)."""
+        self._handle.record_event(
+            pod,
+            "Normal",
+            "BindingConditionsPending",
+            "Scheduling",
+            f"waiting for binding conditions for device on node {node_name}",
+        )
+        clock = self._handle.clock
+        deadline = clock.now() + self._binding_timeout
+        while True:
+            try:
+                if self._ready_for_binding(data):
+                    log.debug("binding conditions of pod %s on %s are met", pod.key, node_name)
+                    return None
+            except (binding.BindingFailed, BindFailure) as exc:
+                return Status.from_error(exc)
+            if clock.now() + BINDING_CONDITIONS_POLL >= deadline:
+                await clock.sleep(max(0.0, deadline - clock.now()))
+                pending = "; ".join(filter(None, (binding.summary(c) for c in data.claims)))
+                log.info("binding conditions of pod %s on %s timed out: %s", pod.key, node_name, pending)
+                return Status.from_error(
+                    TimeoutError(f"{binding.BINDING_TIMEOUT}: context deadline exceeded")
+                )
+            await clock.sleep(BINDING_CONDITIONS_POLL)
+
+    def _ready_for_binding(self, data: _State) -> bool:
+        """Every claim of the pod as the scheduler sees it now is ready for binding; raises when
+        a binding failed or a claim timed out."""
+        for index, claim in enumerate(data.claims):
+            if index == data.special and index not in data.allocations:
+                continue  # the node's allocatable served the pod: no claim
+            current = self.tracker.get(claim_key(claim))
+            if current is None:
+                raise BindFailure(f"claim {claim_ref(claim)} got deleted in the meantime")
+            data.claims[index] = current
+            if not binding.is_ready(current):
+                if binding.timed_out(current, self._binding_timeout, self._wall_time()):
+                    name = (current.get("metadata") or {}).get("name", "")
+                    raise BindFailure(f"{binding.BINDING_TIMEOUT}: claim={name}")
+                return False
+        return True
 
     async def _bind_extended(self, data: _State, pod: Pod, node_name: str) -> None:
         """Create the special claim, record its allocation and reservation, wait until the
@@ -759,7 +829,10 @@ class DynamicResources:
                         raise BindFailure(f"add finalizer to claim {ref}: {_api_error(response)}")
                     current = response.body
                     status = current.setdefault("status", {})
-                status["allocation"] = allocation
+                status["allocation"] = {
+                    **allocation,
+                    "allocationTimestamp": binding.timestamp(self._wall_time()),
+                }
             elif status.get("allocation") is None:
                 raise BindFailure(f"claim {ref} got deallocated elsewhere in the meantime")
             status["reservedFor"] = [

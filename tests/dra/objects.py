@@ -161,3 +161,61 @@ def allocated(
         },
     }
     return result
+
+
+def holding(
+    *devices: tuple[str, str, str], shares: tuple[tuple[tuple[str, str, str], dict], ...] = ()
+) -> dict:
+    """A claim allocated elsewhere, holding ``devices`` and ``shares`` (device, consumedCapacity)."""
+    results: list[dict[str, Any]] = [
+        {"request": "r", "driver": d[0], "pool": d[1], "device": d[2]} for d in devices
+    ]
+    for i, (d, consumed) in enumerate(shares):
+        share = {"request": "r", "driver": d[0], "pool": d[1], "device": d[2], "shareID": f"share-{i}"}
+        if consumed:
+            share["consumedCapacity"] = consumed
+        results.append(share)
+    name = "held-" + "-".join(d[2] for d in devices) + f"-{len(shares)}"
+    return {**claim(name), "status": {"allocation": {"devices": {"results": results}}}}
+
+
+def allocated_view(*claims: dict) -> Any:
+    """What the allocator sees as held by ``claims`` (as the plugin reads it from its tracker)."""
+    from scheduler.dra.claims import ClaimTracker
+    from scheduler.testing import FakeLister
+
+    return ClaimTracker(FakeLister(claims)).allocated_devices()
+
+
+def counter_slice(
+    name: str, sets: dict[str, dict[str, str]], pool: str, node: str | None = None, count: int = 2
+) -> dict:
+    """A slice of a pool's shared counters (never with devices): counter set -> counter -> value."""
+    result = resource_slice(name, [], node=node, pool=pool, count=count, all_nodes=node is None)
+    del result["spec"]["devices"]
+    result["spec"]["sharedCounters"] = [
+        {"name": s, "counters": {c: {"value": v} for c, v in counters.items()}}
+        for s, counters in sets.items()
+    ]
+    return result
+
+
+def partition(name: str, consumes: dict[str, dict[str, str]], **attrs: Any) -> dict:
+    """A device consuming counters (counter set -> counter -> value) of its pool."""
+    result = device(name, **attrs)
+    result["consumesCounters"] = [
+        {"counterSet": s, "counters": {c: {"value": v} for c, v in counters.items()}}
+        for s, counters in consumes.items()
+    ]
+    return result
+
+
+def shared_device(name: str, capacity: dict[str, dict[str, Any]], **attrs: Any) -> dict:
+    """A device allowing multiple allocations: capacity name -> {"value": ..., "requestPolicy": ...}."""
+    return {**device(name, **attrs), "allowMultipleAllocations": True, "capacity": capacity}
+
+
+def with_capacity(req: dict, **amounts: str) -> dict:
+    """``req`` asking device capacity (``capacity.requests``)."""
+    req["exactly"]["capacity"] = {"requests": dict(amounts)}
+    return req

@@ -11,10 +11,12 @@ from scheduler.dra.cel import SelectorCache
 from scheduler.dra.model import SliceParser
 from tests.dra.objects import (
     DRIVER,
+    allocated_view,
     claim,
     device,
     device_class,
     first_available,
+    holding,
     request,
     resource_slice,
 )
@@ -32,7 +34,8 @@ def allocate(
     labels: dict[str, str] | None = None,
 ) -> list[dict[str, Any]] | None:
     by_name = {c["metadata"]["name"]: c for c in classes}
-    allocator = Allocator(SliceParser().index(slices), allocated, by_name.get, SelectorCache(), claims)
+    held = allocated_view(holding(*allocated)) if allocated else allocated_view()
+    allocator = Allocator(SliceParser().index(slices), held, by_name.get, SelectorCache(), claims)
     found = allocator.allocate(node, labels or {})
     return None if found is None else found.results()
 
@@ -362,7 +365,7 @@ def test_selector_results_are_cached_per_slice_version() -> None:
     parser = SliceParser()
     slices = [NODE_A]
     claims = [claim("c", request("gpu", "gpu", BIG))]
-    allocator = Allocator(parser.index(slices), set(), {"gpu": GPU}.get, SelectorCache(), claims)
+    allocator = Allocator(parser.index(slices), allocated_view(), {"gpu": GPU}.get, SelectorCache(), claims)
     allocator.allocate("node-a", {})
     [pool] = parser.index(slices).pools_for("node-a", {})
     assert [d.matches for d in pool.devices()] == [
@@ -381,11 +384,17 @@ def test_a_search_past_its_time_limit_stops() -> None:
     ticks = iter(range(0, 10**9, 100))  # every look at the clock is 100 s later
     index = SliceParser().index(slices)
     slow = Allocator(
-        index, set(), {"gpu": GPU}.get, SelectorCache(), claims, timeout=10, clock=lambda: next(ticks)
+        index,
+        allocated_view(),
+        {"gpu": GPU}.get,
+        SelectorCache(),
+        claims,
+        timeout=10,
+        clock=lambda: next(ticks),
     )
     with pytest.raises(AllocationTimeout):
         slow.allocate("node-a", {})
-    unbounded = Allocator(index, set(), {"gpu": GPU}.get, SelectorCache(), claims)
+    unbounded = Allocator(index, allocated_view(), {"gpu": GPU}.get, SelectorCache(), claims)
     assert unbounded.allocate("node-a", {}) is None
 
 
@@ -672,44 +681,6 @@ def test_all_devices_that_break_a_constraint_are_the_claims_error() -> None:
     )
 
 
-@pytest.mark.parametrize(
-    ("raw", "feature"),
-    [
-        (
-            {"consumesCounters": [{"counterSet": "s", "counters": {"m": {"value": "1"}}}]},
-            "DRAPartitionableDevices",
-        ),
-        ({"bindingConditions": ["ready"]}, "DRADeviceBindingConditions"),
-        ({"allowMultipleAllocations": True}, "DRAConsumableCapacity"),
-    ],
-)
-def test_devices_needing_a_missing_feature_are_never_offered_and_named(raw: dict, feature: str) -> None:
-    slices = [resource_slice("p", [{**device("special"), **raw}], node="node-a")]
-    with pytest.raises(NodeFailure) as err:
-        allocate([claim("c")], slices)
-    assert str(err.value) == (
-        f"cannot allocate all claims: the node's devices that need {feature} were left out "
-        "(not implemented by pyscheduler)"
-    )
-    # another node's left-out devices say nothing about this one
-    assert allocate([claim("c")], slices, node="node-b") is None
-
-
-def test_all_is_refused_where_devices_were_left_out() -> None:
-    slices = [
-        resource_slice(
-            "p", [device("plain"), {**device("slow"), "bindingConditions": ["ready"]}], node="node-a"
-        )
-    ]
-    with pytest.raises(NodeFailure) as err:
-        allocate([claim("c", request(mode="All"))], slices)
-    assert str(err.value) == (
-        "cannot allocate all claims: claim default/c, request gpu asks for all devices, but the node's "
-        "devices that need DRADeviceBindingConditions were left out (not implemented by pyscheduler)"
-    )
-    assert picked(allocate([claim("c")], slices)) == [["gpu:plain"]]
-
-
 def test_the_next_device_of_a_request_is_searched_after_the_previous_one() -> None:
     # upstream tries {e0,e1}, {e0,e2}, {e1,e2} for r, never (e1, e0): with distinctAttribute's
     # per-request memory that order decides whether s finds a device
@@ -743,11 +714,3 @@ def test_first_available_config_follows_the_alternative_taken() -> None:
         {"source": "FromClass", "requests": ["gpu/any"], **opaque("class")},
         {"source": "FromClaim", "requests": ["gpu/any"], **opaque("any")},
     ]
-
-
-def test_a_slice_selecting_nodes_per_device_names_its_feature_on_every_node() -> None:
-    per_device = resource_slice("per-device", [{**device("x"), "nodeName": "node-a"}], pool="p")
-    per_device["spec"]["perDeviceNodeSelection"] = True
-    for node in ("node-a", "node-b"):
-        with pytest.raises(NodeFailure, match="devices that need DRAPartitionableDevices were left out"):
-            allocate([claim("c")], [per_device], node=node)

@@ -229,18 +229,6 @@ def test_pre_enqueue_waits_for_the_claims(pod: Pod, claims: list[dict], message:
     assert status.message() == message
 
 
-def test_a_claim_that_needs_consumable_capacity_says_so() -> None:
-    pod = claim_pod("p", "c")
-    c = owned(claim("c"), pod)
-    c["spec"]["devices"]["requests"][0]["exactly"]["capacity"] = {"requests": {"memory": "1Gi"}}
-    plugin, _ = plugin_with([c])
-    _, status = plugin.pre_filter(CycleState(), pod, None)  # type: ignore[arg-type]
-    assert status.message() == (
-        "resource claim default/c, request gpu: requests device capacity, which needs DRAConsumableCapacity "
-        "(not implemented by pyscheduler)"
-    )
-
-
 def test_a_bad_selector_is_an_error_of_the_pod_not_of_the_scheduler() -> None:
     pod = claim_pod("p", "c")
     plugin, _ = plugin_with([owned(claim("c", request("gpu", "gpu", "device.nope ==")), pod)])
