@@ -20,7 +20,8 @@ from simcluster.access import ADMIN_TOKEN, AccessTable
 from simcluster.api import Api
 from simcluster.controllers import WorkloadControllers
 from simcluster.disruption import DisruptionController
-from simcluster.dra_drivers import publish as publish_devices
+from simcluster.dra_attach import DeviceAttacher
+from simcluster.dra_drivers import DevicePublisher
 from simcluster.faults import FaultInjector
 from simcluster.jobs import JobController
 from simcluster.kubelet import SimKubelet
@@ -89,6 +90,8 @@ class SimCluster:
         self.disruption: DisruptionController | None = None
         self.jobs: JobController | None = None
         self.claims: ResourceClaimController | None = None
+        self.drivers: DevicePublisher | None = None
+        self.attacher: DeviceAttacher | None = None
         self._runner: web.AppRunner | None = None
 
     @property
@@ -100,7 +103,8 @@ class SimCluster:
             self.api.create(BY_STORE_NAME["namespaces"], None, {"metadata": {"name": ns}})
         for node in self._node_objects:
             self.api.create(BY_STORE_NAME["nodes"], None, node)
-        publish_devices(self.api, self._node_devices)
+        self.drivers = DevicePublisher(self.api, self._node_devices)
+        self.attacher = DeviceAttacher(self.api, self._node_devices)
         if self._kubelet_enabled:
             self.kubelet = SimKubelet(self.api, self._kubelet_delay)
         if self._controllers_enabled:
@@ -154,6 +158,9 @@ class SimCluster:
             self.jobs.close()
         if self.claims:
             self.claims.close()
+        for driver in (self.drivers, self.attacher):
+            if driver is not None:
+                driver.close()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

@@ -207,7 +207,7 @@ def _job_spec(job: Obj) -> Obj:
 def prepare_status_update(rt: ResourceType, old: Obj, new: Obj) -> None:
     """Checks of a status subresource write (a ResourceClaim's allocation and reservations)."""
     if rt.kind == "ResourceClaim" and rt.group == dra_validation.GROUP:
-        dra_validation.check_claim_status(rt, old, new)
+        dra_validation.prepare_claim_status(rt, old, new)
 
 
 def prepare_update(rt: ResourceType, old: Obj, new: Obj) -> None:

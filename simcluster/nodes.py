@@ -183,17 +183,17 @@ def build_node(group: NodeGroup, index: int, ordinal: int) -> Obj:
 def build_fleet(
     count: int = 0, template: str | Path | Obj | list[Any] | None = None
 ) -> tuple[list[Obj], dict[str, tuple[DeviceSet, ...]]]:
-    """The nodes, and the DRA devices of those that have any (by node name)."""
+    """The nodes, and the DRA devices of the groups that have any (by namePrefix: a node the API
+    registers later under such a name gets them too)."""
     groups = load_template(template) if template is not None else [NodeGroup(count=count)]
     nodes = []
     devices: dict[str, tuple[DeviceSet, ...]] = {}
     ordinal = 0
     for group in groups:
+        if group.devices:
+            devices[group.name_prefix] = group.devices
         for index in range(group.count):
-            node = build_node(group, index, ordinal)
-            nodes.append(node)
-            if group.devices:
-                devices[node["metadata"]["name"]] = group.devices
+            nodes.append(build_node(group, index, ordinal))
             ordinal += 1
     return nodes, devices
 

@@ -168,6 +168,17 @@ class DynamicResources:
         self._selectors = SelectorCache()
         self._reported_slices: set[str] = set()
         self._background: set[asyncio.Task[None]] = set()
+        # set when this replica stops scheduling: PreBind stops waiting for binding conditions
+        self._stopping = asyncio.Event()
+
+    async def run_in_background(self) -> None:
+        """Nothing to do meanwhile; once cancelled (the replica stops scheduling), PreBind's
+        waits for binding conditions end, as upstream's end with the scheduler's context."""
+        self._stopping.clear()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            self._stopping.set()
 
     def _wall_time(self) -> float:
         return self._epoch + self._handle.clock.now()
@@ -671,13 +682,26 @@ class DynamicResources:
             except (binding.BindingFailed, BindFailure) as exc:
                 return Status.from_error(exc)
             if clock.now() + BINDING_CONDITIONS_POLL >= deadline:
-                await clock.sleep(max(0.0, deadline - clock.now()))
+                if not await self._sleep(max(0.0, deadline - clock.now())):
+                    return Status.from_error(RuntimeError("context canceled"))
                 pending = "; ".join(filter(None, (binding.summary(c) for c in data.claims)))
                 log.info("binding conditions of pod %s on %s timed out: %s", pod.key, node_name, pending)
                 return Status.from_error(
                     TimeoutError(f"{binding.BINDING_TIMEOUT}: context deadline exceeded")
                 )
-            await clock.sleep(BINDING_CONDITIONS_POLL)
+            if not await self._sleep(BINDING_CONDITIONS_POLL):
+                return Status.from_error(RuntimeError("context canceled"))
+
+    async def _sleep(self, delay: float) -> bool:
+        """Sleep on the clock; False (at once) when the replica stops scheduling meanwhile."""
+        if self._stopping.is_set():
+            return False
+        sleeping = asyncio.ensure_future(self._handle.clock.sleep(delay))
+        stopping = asyncio.ensure_future(self._stopping.wait())
+        await asyncio.wait((sleeping, stopping), return_when=asyncio.FIRST_COMPLETED)
+        sleeping.cancel()
+        stopping.cancel()
+        return not self._stopping.is_set()
 
     def _ready_for_binding(self, data: _State) -> bool:
         """Every claim of the pod as the scheduler sees it now is ready for binding; raises when

@@ -4,6 +4,7 @@ node and driver, and a DeviceClass per driver; slices go with their node."""
 from __future__ import annotations
 
 import asyncio
+import copy
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -121,9 +122,13 @@ async def test_two_drivers_on_a_node_publish_a_slice_each() -> None:
 
 
 def test_the_shipped_example_declares_gpu_nodes_with_eight_devices() -> None:
-    _, devices = build_fleet(template=EXAMPLE)
-    assert sorted(devices) == ["dra-gpu-0000", "dra-gpu-0001"]
-    [gpus] = devices["dra-gpu-0000"]
+    nodes, devices = build_fleet(template=EXAMPLE)
+    assert sorted(devices) == ["dra-gpu-"]
+    assert [n["metadata"]["name"] for n in nodes if n["metadata"]["name"].startswith("dra-gpu-")] == [
+        "dra-gpu-0000",
+        "dra-gpu-0001",
+    ]
+    [gpus] = devices["dra-gpu-"]
     assert (gpus.driver, gpus.count, gpus.device_names()[-1]) == ("gpu.example.com", 8, "gpu-7")
     assert gpus.attributes["memory"] == {"int": 40}
 
@@ -149,5 +154,176 @@ def test_the_shipped_example_declares_gpu_nodes_with_eight_devices() -> None:
     ids=["no driver", "negative count", "float attribute", "unknown field", "clashing names"],
 )
 def test_a_bad_device_declaration_names_the_field(devices: Any, message: str) -> None:
+    with pytest.raises(TemplateError, match=re.escape(message)):
+        build_fleet(template=[{"namePrefix": "g-", "devices": devices}])
+
+
+PARTITIONED = {
+    "driver": "gpu.example.com",
+    "count": 2,
+    "attributes": {"model": "A100"},
+    "counters": {"memory": "40Gi"},
+    "partitions": [
+        {"name": "full", "consumes": {"memory": "40Gi"}, "attributes": {"profile": "whole"}},
+        {"name": "half-a", "consumes": {"memory": "20Gi"}, "attributes": {"profile": "half"}},
+        {"name": "half-b", "consumes": {"memory": "20Gi"}, "attributes": {"profile": "half"}},
+    ],
+}
+
+
+async def test_partitioned_gpus_publish_their_counter_sets_and_partitions() -> None:
+    template = [{"namePrefix": "gpu-", "count": 1, "devices": PARTITIONED}]
+    async with SimCluster(node_template=template, kubelet=False) as sim:
+        published = slices_of(sim, "gpu-0000")
+        assert len(published) == 2
+        [counters] = [s["spec"] for s in published if "sharedCounters" in s["spec"]]
+        [devices] = [s["spec"] for s in published if "devices" in s["spec"]]
+        assert (
+            counters["pool"]
+            == devices["pool"]
+            == {"name": "gpu-0000", "generation": 1, "resourceSliceCount": 2}
+        )
+        assert counters["sharedCounters"] == [
+            {"name": "gpu-0", "counters": {"memory": {"value": "40Gi"}}},
+            {"name": "gpu-1", "counters": {"memory": {"value": "40Gi"}}},
+        ]
+        names = [d["name"] for d in devices["devices"]]
+        assert names == [
+            "gpu-0-full",
+            "gpu-0-half-a",
+            "gpu-0-half-b",
+            "gpu-1-full",
+            "gpu-1-half-a",
+            "gpu-1-half-b",
+        ]
+        half = devices["devices"][1]
+        assert half["consumesCounters"] == [
+            {"counterSet": "gpu-0", "counters": {"memory": {"value": "20Gi"}}}
+        ]
+        assert half["attributes"]["profile"] == {"string": "half"} and half["attributes"]["model"] == {
+            "string": "A100"
+        }
+
+
+async def test_a_shared_nic_and_an_attachable_device_carry_their_fields() -> None:
+    devices = [
+        {
+            "driver": "nic.example.com",
+            "allowMultipleAllocations": True,
+            "capacity": {
+                "bandwidth": {
+                    "value": "10G",
+                    "requestPolicy": {"default": "1G", "validRange": {"min": "1G", "step": "1G"}},
+                }
+            },
+        },
+        {
+            "driver": "fabric.example.com",
+            "bindingConditions": ["attached"],
+            "bindingFailureConditions": ["failed"],
+            "bindsToNode": True,
+            "attachDelay": 0.05,
+        },
+    ]
+    async with SimCluster(node_template=[{"namePrefix": "n-", "devices": devices}], kubelet=False) as sim:
+        by_driver = {s["spec"]["driver"]: s["spec"]["devices"] for s in slices_of(sim, "n-0000")}
+        [nic] = by_driver["nic.example.com"]
+        assert nic["allowMultipleAllocations"] is True
+        assert nic["capacity"]["bandwidth"]["requestPolicy"]["validRange"] == {"min": "1G", "step": "1G"}
+        [fabric] = by_driver["fabric.example.com"]
+        assert (fabric["bindingConditions"], fabric["bindingFailureConditions"], fabric["bindsToNode"]) == (
+            ["attached"],
+            ["failed"],
+            True,
+        )
+
+
+async def test_the_driver_attaches_an_allocated_device_after_its_delay() -> None:
+    device = {
+        "driver": "fabric.example.com",
+        "bindingConditions": ["attached"],
+        "bindingFailureConditions": ["failed"],
+        "attachDelay": 0.05,
+    }
+    async with SimCluster(node_template=[{"namePrefix": "n-", "devices": device}], kubelet=False) as sim:
+        claim = {
+            "metadata": {"name": "c"},
+            "spec": {
+                "devices": {"requests": [{"name": "f", "exactly": {"deviceClassName": "fabric.example.com"}}]}
+            },
+        }
+        await sim.create("resourceclaims", claim, "default")
+        result = {
+            "request": "f",
+            "driver": "fabric.example.com",
+            "pool": "n-0000",
+            "device": "fabric-0",
+            "bindingConditions": ["attached"],
+            "bindingFailureConditions": ["failed"],
+        }
+        current = sim.store.get("resourceclaims", "default", "c")
+        body = {
+            **current,
+            "status": {
+                "allocation": {
+                    "devices": {"results": [result]},
+                    "allocationTimestamp": "2026-01-01T00:00:00Z",
+                }
+            },
+        }
+        sim.api.update(sim.api.resource("resourceclaims"), "default", "c", body, "status")
+
+        def attached() -> Any:
+            devices = (sim.store.get("resourceclaims", "default", "c") or {}).get("status", {}).get("devices")
+            return devices
+
+        [status] = await eventually(attached)
+        assert (status["driver"], status["pool"], status["device"]) == (
+            "fabric.example.com",
+            "n-0000",
+            "fabric-0",
+        )
+        [condition] = status["conditions"]
+        assert (condition["type"], condition["status"], condition["reason"]) == (
+            "attached",
+            "True",
+            "Attached",
+        )
+
+
+async def test_a_node_registered_later_gets_its_groups_devices() -> None:
+    template = [gpu_group(1), {"namePrefix": "cpu-", "count": 1}]
+    async with SimCluster(node_template=template, kubelet=False) as sim:
+        node = copy.deepcopy(sim.store.get("nodes", None, "gpu-0000"))
+        node["metadata"] = {"name": "gpu-0007", "labels": node["metadata"]["labels"]}
+        await sim.create("nodes", node)
+        [published] = await eventually(lambda: slices_of(sim, "gpu-0007"))
+        assert [d["name"] for d in published["spec"]["devices"]] == [f"gpu-{i}" for i in range(8)]
+        other = {"metadata": {"name": "cpu-0009"}}
+        await sim.create("nodes", other)
+        await asyncio.sleep(0.05)
+        assert slices_of(sim, "cpu-0009") == []
+
+
+@pytest.mark.parametrize(
+    ("devices", "message"),
+    [
+        (
+            {"driver": "gpu.example.com", "counters": {"memory": "40Gi"}},
+            "nodeGroups[0].devices: counters and partitions",
+        ),
+        (
+            {
+                "driver": "gpu.example.com",
+                "counters": {"memory": "40Gi"},
+                "partitions": [{"name": "p", "consumes": {"cores": "1"}}],
+            },
+            "nodeGroups[0].devices.partitions[0].consumes: cores not among the set's counters",
+        ),
+        ({"driver": "gpu.example.com", "attachDelay": -1}, "nodeGroups[0].devices.attachDelay"),
+    ],
+    ids=["counters without partitions", "unknown counter", "negative delay"],
+)
+def test_a_bad_partition_declaration_names_the_field(devices: Any, message: str) -> None:
     with pytest.raises(TemplateError, match=re.escape(message)):
         build_fleet(template=[{"namePrefix": "g-", "devices": devices}])
