@@ -42,7 +42,7 @@ from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, S
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from scheduler.api.quantity import Quantity, QuantityError
+from scheduler.api.quantity import BINARY_SI, DECIMAL_SI, Quantity, QuantityError
 from scheduler.dra import capacity
 from scheduler.dra.cel import CelError, SelectorCache
 from scheduler.dra.model import Amount, CounterKey, Device, DeviceID, Pool, PoolKey, SliceIndex
@@ -280,6 +280,26 @@ class Allocator:
             return None
         return NodeAllocation(self.claims, search.results, node_name)
 
+    def shortages(self, node_name: str, labels: Mapping[str, str]) -> list[str]:
+        """For explain: per request no device of the node serves on its own (whatever the other
+        requests take), what each device it matches lacks: the counters or the capacity that ran
+        out, or that another claim holds it. Requests some device could serve are left out."""
+        search = _Search(
+            self, self.index.pools_for(node_name, labels), self.index.usable_devices(node_name, labels)
+        )
+        found = []
+        for claim in self.claims:
+            for slot in claim.slots:
+                for request in (slot.exact,) if slot.exact is not None else slot.alternatives:
+                    reasons = [
+                        search.lack(request, d) for d in search.candidates if search.matches_alone(request, d)
+                    ]
+                    if reasons and all(reasons):
+                        found.append(
+                            f"claim {claim_ref(claim.claim)}, request {request.name}: {'; '.join(reasons)}"
+                        )
+        return found
+
     def _prepare(self, claim: Mapping[str, Any]) -> _Claim:
         devices = (claim.get("spec") or {}).get("devices") or {}
         slots = []
@@ -361,6 +381,12 @@ class Allocator:
             capacity=wanted,
             capacity_key=tuple(sorted((k, v.value) for k, v in wanted.items())),
         )
+
+
+def _shown(value: Amount) -> str:
+    """An amount as a quantity, in the shorter of its decimal and binary forms ("4G", "20Gi")."""
+    forms = [str(Quantity(value, fmt)) for fmt in (DECIMAL_SI, BINARY_SI)]
+    return min(forms, key=len)
 
 
 def _fixed_count(request: _Request) -> int:
@@ -548,6 +574,42 @@ class _Search:
 
     def _pool(self, key: PoolKey) -> Pool:
         return next(p for p in self.pools if p.key == key)
+
+    # ---------------------------------------------------------------- for explain
+
+    def matches_alone(self, request: _Request, device: Device) -> bool:
+        """The device is one the request asks for (selectors, taints), whatever else is taken."""
+        return self._selectable(request, device) and not (device.taints and _taint_blocks(device, request))
+
+    def lack(self, request: _Request, device: Device) -> str:
+        """What keeps the device from the request on its own ("" when nothing does)."""
+        name = device_string(device.id)
+        if not request.admin and device.id in self.a.allocated:
+            return f"{name} is allocated to another claim"
+        missing = [n for n in request.capacity if n not in device.capacity]
+        if missing:
+            return f"{name} has no capacity {', '.join(missing)}"
+        in_use = self.a.allocated.consumed_capacity(device.id) or {}
+        for capacity_name, cap in device.capacity.items():
+            wanted = capacity.consumed(request.capacity.get(capacity_name), cap)
+            if capacity.violates(wanted, cap.policy):
+                return f"{name}: {capacity_name} {_shown(wanted.value)} is not allowed by its request policy"
+            free = cap.value.value - in_use.get(capacity_name, 0)
+            if wanted.value > free:
+                return (
+                    f"{name}: capacity {capacity_name} has {_shown(free)} left, {_shown(wanted.value)} needed"
+                )
+        if device.consumes and not (device.multiple and in_use):
+            available = self.a.index.available_counters(self._pool(device.slice.key), self.a.allocated)
+            for counter_set, counters in device.consumes:
+                for counter, value in counters:
+                    left = available.get((counter_set, counter), 0)
+                    if value > left:
+                        return (
+                            f"{name} needs {_shown(value)} of counter {counter} in counter set {counter_set} "
+                            f"of pool {device.id[0]}/{device.id[1]}, {_shown(left)} left"
+                        )
+        return ""
 
     # ---------------------------------------------------------------- search
 

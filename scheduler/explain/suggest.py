@@ -19,6 +19,7 @@ from scheduler.explain.filtering import filter_every_node
 from scheduler.explain.model import Explanation, NodeVerdict
 from scheduler.framework import NodeLister
 from scheduler.plugins import names
+from scheduler.plugins.dynamicresources import CANNOT_ALLOCATE, DynamicResources
 from scheduler.plugins.interpodaffinity.filtering import (
     ERR_REASON_AFFINITY_RULES_NOT_MATCH,
     ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH,
@@ -50,6 +51,8 @@ async def suggest(
         found += _labels(pod, snapshot)
     if names.INTER_POD_AFFINITY in by_plugin:
         found += _pod_affinity(pod, snapshot, by_plugin[names.INTER_POD_AFFINITY])
+    if names.DYNAMIC_RESOURCES in by_plugin:
+        found += await _devices(scheduler, fwk, pod, snapshot, by_plugin[names.DYNAMIC_RESOURCES])
     return found
 
 
@@ -110,6 +113,32 @@ def _amount(resource: str, value: int) -> str:
             if value >= size:
                 return f"{value // size}{unit}"  # rounded down: still fits
     return str(value)
+
+
+# ---------------------------------------------------------------------- devices
+
+
+async def _devices(
+    scheduler: Scheduler, fwk: Framework, pod: Pod, snapshot: NodeLister, verdicts: Sequence[NodeVerdict]
+) -> list[str]:
+    """Per shortage of devices (a counter or a capacity that ran out, devices held by others):
+    the nodes DynamicResources rejected for it. No trial: what would help is freeing them."""
+    plugin = fwk.plugins.get(names.DYNAMIC_RESOURCES)
+    rejected = [v.node for v in verdicts if CANNOT_ALLOCATE in v.reasons]
+    if not isinstance(plugin, DynamicResources) or not rejected:
+        return []
+    state = (await filter_every_node(scheduler, fwk, pod, snapshot)).state
+    nodes: dict[str, list[str]] = {}
+    for node in rejected:
+        info = snapshot.get(node)
+        for shortage in plugin.shortages(state, pod, info) if info is not None else ():
+            nodes.setdefault(shortage, []).append(node)
+    return [f"devices on {_nodes(names_)}: {shortage}" for shortage, names_ in nodes.items()]
+
+
+def _nodes(names_: Sequence[str], shown: int = 3) -> str:
+    more = f" and {len(names_) - shown} more" if len(names_) > shown else ""
+    return ", ".join(names_[:shown]) + more
 
 
 # ---------------------------------------------------------------------- taints

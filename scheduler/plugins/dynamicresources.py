@@ -448,6 +448,17 @@ class DynamicResources:
             data.extended_by_node[node.name] = variant
         return None
 
+    def shortages(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> list[str]:
+        """For explain, on a node Filter rejected: per request of the pod's claims that no device
+        serves alone, the counters or capacity that ran out (``Allocator.shortages``)."""
+        data: _State | None = state.get(_STATE_KEY)
+        if data is None or data.allocator is None:
+            return []
+        try:
+            return data.allocator.shortages(node_info.node.name, node_info.node.labels)
+        except (ClaimError, NodeFailure):
+            return []  # Filter reported those itself
+
     def _extended_variant(self, data: _State, pod: Pod, node_info: NodeInfo) -> Status | _Variant | None:
         """What the special claim asks of this node: the resources a class serves and the node
         does not advertise; None when there are none (or the claim is allocated already)."""

@@ -381,6 +381,78 @@ async def test_pods_with_claim_templates_get_devices_of_the_snapshot() -> None:
     assert "cannot allocate all claims" in pending.message
 
 
+async def test_a_pod_pending_for_a_partitioned_gpu_names_the_counter_that_ran_out() -> None:
+    driver = "gpu.example.com"
+    pool = {"name": "n-b", "generation": 1, "resourceSliceCount": 2}
+
+    def part(name: str, memory: str, profile: str) -> dict:
+        return {
+            "name": name,
+            "attributes": {"profile": {"string": profile}},
+            "consumesCounters": [{"counterSet": "gpu", "counters": {"memory": {"value": memory}}}],
+        }
+
+    whole = {"cel": {"expression": f'device.attributes["{driver}"].profile == "whole"'}}
+    request = {"deviceClassName": driver, "selectors": [whole]}
+    half = {"request": "gpu", "driver": driver, "pool": "n-b", "device": "part-a"}
+    objects = {
+        "namespaces": [{"metadata": {"name": "default"}}],
+        "nodes": [node("n-a", "8"), node("n-b", "8")],
+        "deviceclasses": [
+            {
+                "metadata": {"name": driver},
+                "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]},
+            }
+        ],
+        "resourceslices": [
+            {
+                "metadata": {"name": "n-b-counters"},
+                "spec": {
+                    "driver": driver,
+                    "nodeName": "n-b",
+                    "pool": pool,
+                    "sharedCounters": [{"name": "gpu", "counters": {"memory": {"value": "40Gi"}}}],
+                },
+            },
+            {
+                "metadata": {"name": "n-b-gpus"},
+                "spec": {
+                    "driver": driver,
+                    "nodeName": "n-b",
+                    "pool": pool,
+                    "devices": [part("full", "40Gi", "whole"), part("part-a", "20Gi", "half")],
+                },
+            },
+        ],
+        "resourceclaims": [
+            {
+                "metadata": {"name": "in-use", "namespace": "default"},
+                "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": driver}}]}},
+                "status": {"allocation": {"devices": {"results": [half]}}},
+            }
+        ],
+        "resourceclaimtemplates": [
+            {
+                "metadata": {"name": "whole-gpu", "namespace": "default"},
+                "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": request}]}}},
+            }
+        ],
+    }
+    trainer = pod("trainer")
+    trainer["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "whole-gpu"}]
+    trainer["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
+    async with Simulation(objects, default_config(), timeout=30) as simulation:
+        outcome = await simulation.add([expand(trainer, "test", "pyscheduler")])
+    (pending,) = outcome.pending
+    assert "cannot allocate all claims" in pending.message
+    [suggestion] = pending.suggestions
+    assert suggestion.startswith("devices on n-b: claim default/trainer-gpu-")
+    assert suggestion.endswith(
+        "request gpu: gpu.example.com/n-b/full needs 40Gi of counter memory in counter set gpu of pool "
+        "gpu.example.com/n-b, 20Gi left"
+    )
+
+
 async def test_pods_pending_in_the_snapshot_that_a_profile_takes_are_reported() -> None:
     objects = {
         "namespaces": [{"metadata": {"name": "default"}}],
