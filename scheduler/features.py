@@ -38,14 +38,14 @@ class Gate:
 KNOWN: dict[str, Gate] = {
     "ClearingNominatedNodeNameAfterBinding": Gate(True, BETA),
     "DRAAdminAccess": Gate(True, GA, locked=True),
-    "DRAConsumableCapacity": Gate(True, BETA, gap="a claim asking for device capacity is unschedulable"),
-    "DRADeviceBindingConditions": Gate(True, BETA, gap="devices with binding conditions are not offered"),
+    "DRAConsumableCapacity": Gate(True, BETA),
+    "DRADeviceBindingConditions": Gate(True, BETA),
     "DRADeviceTaints": Gate(True, BETA),
     "DRAExtendedResource": Gate(
         True, BETA, gap="NodeResourcesFit scoring by a DRA-backed extended resource counts no devices"
     ),
     "DRANodeAllocatableResources": Gate(False, ALPHA),
-    "DRAPartitionableDevices": Gate(True, BETA, gap="partitionable devices are not offered"),
+    "DRAPartitionableDevices": Gate(True, BETA),
     "DRAPrioritizedList": Gate(True, GA),
     "DRASchedulerFilterTimeout": Gate(True, BETA),
     "DynamicResourceAllocation": Gate(True, GA, locked=True),

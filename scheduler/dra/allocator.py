@@ -455,7 +455,9 @@ class _Search:
         # what this search took so far: counters per pool, capacity of shared devices
         self.consumed: dict[PoolKey, dict[CounterKey, Amount]] = {}
         self.allocating_capacity: dict[DeviceID, dict[str, Amount]] = {}
-        self.available: dict[PoolKey, dict[CounterKey, Amount]] = {}
+        # per pool whose counters were needed: what its allocated devices left, and whether that is
+        # below zero somewhere (then no device consuming its counters fits)
+        self.available: dict[PoolKey, tuple[dict[CounterKey, Amount], bool]] = {}
         self.results: list[list[_Choice]] = [[] for _ in self.claims]
         self.all_devices: dict[int, list[Device]] = {}  # id(request) -> its devices on this node
         self.timed = allocator.timeout > 0
@@ -549,31 +551,35 @@ class _Search:
 
     def _take_counters(self, device: Device) -> bool:
         """Count the device's counters as taken; False (and not taken) when the pool would then be
-        short of any of its counters."""
+        short of any of its counters. Upstream compares every counter of the pool; as every
+        device taken was compared when taken, only this device's can fall short, unless one was
+        short already (below zero: more allocated than there is)."""
         pool = device.slice.key
-        available = self.available.get(pool)
-        if available is None:
-            available = self.available[pool] = self.a.index.available_counters(
-                self._pool(pool), self.a.allocated
+        known = self.available.get(pool)
+        if known is None:
+            known = self.available[pool] = self.a.index.available_counters(
+                pool, device.slice.generation, self.a.allocated
             )
+        available, short = known
+        if short:
+            return False
         consumed = self.consumed.setdefault(pool, {})
+        fits = True
         for counter_set, counters in device.consumes:
             for counter, value in counters:
                 key = (counter_set, counter)
-                consumed[key] = consumed.get(key, 0) + value
-        if any(left < consumed.get(key, 0) for key, left in available.items()):
+                taken = consumed[key] = consumed.get(key, 0) + value
+                if key in available and taken > available[key]:
+                    fits = False
+        if not fits:
             self._release_counters(device)
-            return False
-        return True
+        return fits
 
     def _release_counters(self, device: Device) -> None:
         consumed = self.consumed[device.slice.key]
         for counter_set, counters in device.consumes:
             for counter, value in counters:
                 consumed[(counter_set, counter)] -= value
-
-    def _pool(self, key: PoolKey) -> Pool:
-        return next(p for p in self.pools if p.key == key)
 
     # ---------------------------------------------------------------- for explain
 
@@ -600,7 +606,9 @@ class _Search:
                     f"{name}: capacity {capacity_name} has {_shown(free)} left, {_shown(wanted.value)} needed"
                 )
         if device.consumes and not (device.multiple and in_use):
-            available = self.a.index.available_counters(self._pool(device.slice.key), self.a.allocated)
+            available, _ = self.a.index.available_counters(
+                device.slice.key, device.slice.generation, self.a.allocated
+            )
             for counter_set, counters in device.consumes:
                 for counter, value in counters:
                     left = available.get((counter_set, counter), 0)

@@ -311,7 +311,9 @@ class SliceIndex:
         self._answers: dict[str, tuple[Mapping[str, str], list[Pool], list[Device]]] = {}
         self._pool_counters: dict[tuple[str, str, int], PoolCounters] = {}
         # per pool: the allocations' version the counters left were computed for, and them
-        self._available: dict[tuple[str, str, int], tuple[Hashable, dict[CounterKey, Amount]]] = {}
+        self._available: dict[
+            tuple[str, str, int], tuple[Hashable, tuple[dict[CounterKey, Amount], bool]]
+        ] = {}
         self._foreign: list[Pool] | None = None
         for s in slices:
             if s.counter_sets:
@@ -402,15 +404,17 @@ class SliceIndex:
             known = self._pool_counters[(*key, generation)] = _pool_counters(slices)
         return known
 
-    def available_counters(self, pool: Pool, allocated: AllocationView) -> dict[CounterKey, Amount]:
-        """The pool's counters minus what its allocated devices consume (possibly below zero),
-        recomputed only when the pool's allocations changed."""
-        slot = (pool.driver, pool.name, pool.generation)
-        version = allocated.pool_version(pool.key)
+    def available_counters(
+        self, pool: PoolKey, generation: int, allocated: AllocationView
+    ) -> tuple[dict[CounterKey, Amount], bool]:
+        """The pool's counters minus what its allocated devices consume, and whether one is below
+        zero (more allocated than there is), recomputed only when the pool's allocations changed."""
+        slot = (*pool, generation)
+        version = allocated.pool_version(pool)
         known = self._available.get(slot)
         if known is not None and known[0] == version:
             return known[1]
-        info = self.counters_of(pool.key, pool.generation)
+        info = self.counters_of(pool, generation)
         available = dict(info.counters)
         for device in info.consumers:
             if allocated.is_allocated(device.id):
@@ -419,8 +423,9 @@ class SliceIndex:
                         key = (counter_set, counter)
                         if key in available:
                             available[key] -= value
-        self._available[slot] = (version, available)
-        return available
+        answer = (available, any(v < 0 for v in available.values()))
+        self._available[slot] = (version, answer)
+        return answer
 
 
 def _add(group: list[Slice], s: Slice) -> None:

@@ -152,15 +152,35 @@ def test_counters_exhausted_by_assumed_claims() -> None:
 
 
 def test_counters_left_are_kept_until_the_pools_allocations_change() -> None:
-    parser = SliceParser()
-    index = parser.index(GPU_POOL)
-    [pool] = index.pools_for("node-a", {})
-    empty = allocated_view()
-    first = index.available_counters(pool, empty)
-    assert first == {("gpu-0", "memory"): 40 * 2**30}
-    assert index.available_counters(pool, allocated_view()) is first  # same allocations: same answer
-    taken = index.available_counters(pool, allocated_view(holding(*on("part-a"))))
-    assert taken == {("gpu-0", "memory"): 20 * 2**30}
+    index = SliceParser().index(GPU_POOL)
+    pool = (DRIVER, "node-a")
+    first = index.available_counters(pool, 1, allocated_view())
+    assert first == ({("gpu-0", "memory"): 40 * 2**30}, False)
+    assert index.available_counters(pool, 1, allocated_view()) is first  # same allocations: same answer
+    taken = index.available_counters(pool, 1, allocated_view(holding(*on("part-a"))))
+    assert taken == ({("gpu-0", "memory"): 20 * 2**30}, False)
+    # more allocated than the set holds (e.g. the counters shrank): below zero
+    overdrawn = index.available_counters(pool, 1, allocated_view(holding(*on("full", "part-a"))))
+    assert overdrawn == ({("gpu-0", "memory"): -20 * 2**30}, True)
+
+
+def test_a_pool_overdrawn_by_its_allocations_fits_no_device_consuming_counters() -> None:
+    # upstream compares every counter of the pool: one below zero refuses every partition
+    pool = [
+        counter_slice("c", {"a": {"m": "1"}, "b": {"m": "1"}}, pool="node-a", node="node-a"),
+        resource_slice(
+            "d",
+            [
+                partition("a-0", {"a": {"m": "1"}}),
+                partition("a-1", {"a": {"m": "1"}}),
+                partition("b-0", {"b": {"m": "1"}}),
+            ],
+            node="node-a",
+            count=2,
+        ),
+    ]
+    assert allocate([part("c", "true")], pool, allocated_view(holding(*on("a-0")))) == [["b-0"]]
+    assert allocate([part("c", "true")], pool, allocated_view(holding(*on("a-0", "a-1")))) is None
 
 
 def test_devices_on_other_nodes_consume_the_shared_counters() -> None:
