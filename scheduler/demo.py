@@ -1,11 +1,13 @@
 """`pyscheduler demo`: the scheduler against a local simulated cluster, end to end.
 
 Starts the local API endpoint with nodes of mixed sizes in three zones, a tainted GPU pool and a
-node whose eight GPUs a simulated DRA driver (gpu.example.com) publishes, runs the scheduler
+node whose two GPUs a simulated DRA driver (gpu.example.com) publishes as partitionable devices
+(each card a counter set of 40Gi, offered whole or as two halves of 20Gi), runs the scheduler
 in-process against it over real HTTP, creates a Deployment for `pyscheduler`, one for
-`default-scheduler` (which must stay Pending and untouched), a pod too big for any node and a
-pod claiming one GPU through a ResourceClaimTemplate, then prints where everything landed, why
-the big pod is pending and which device the GPU pod's claim was allocated.
+`default-scheduler` (which must stay Pending and untouched), a pod too big for any node and two
+pods each claiming half a GPU through a ResourceClaimTemplate, then prints where everything
+landed, why the big pod is pending and which partitions the GPU pods' claims were allocated: the
+two halves of one card, sharing its memory.
 """
 
 from __future__ import annotations
@@ -59,9 +61,14 @@ NODE_TEMPLATE: dict[str, Any] = {
             "zones": ["zone-a"],
             "devices": {
                 "driver": "gpu.example.com",
-                "count": 8,
-                "attributes": {"model": "A100", "memory": 40},
-                "capacity": {"memory": "40Gi"},
+                "count": 2,
+                "attributes": {"model": "A100"},
+                "counters": {"memory": "40Gi"},
+                "partitions": [
+                    {"name": "full", "consumes": {"memory": "40Gi"}, "attributes": {"profile": "whole"}},
+                    {"name": "half-a", "consumes": {"memory": "20Gi"}, "attributes": {"profile": "half"}},
+                    {"name": "half-b", "consumes": {"memory": "20Gi"}, "attributes": {"profile": "half"}},
+                ],
             },
         },
     ]
@@ -104,11 +111,11 @@ HUGE_POD: dict[str, Any] = {
 }
 
 
-# One GPU of the simulated driver's DeviceClass with at least 32 (GiB) of memory, per pod.
+# Half a GPU of the simulated driver's DeviceClass, per pod.
 GPU_TEMPLATE: dict[str, Any] = {
     "apiVersion": "resource.k8s.io/v1",
     "kind": "ResourceClaimTemplate",
-    "metadata": {"name": "single-gpu", "namespace": "default"},
+    "metadata": {"name": "half-gpu", "namespace": "default"},
     "spec": {
         "spec": {
             "devices": {
@@ -118,7 +125,11 @@ GPU_TEMPLATE: dict[str, Any] = {
                         "exactly": {
                             "deviceClassName": "gpu.example.com",
                             "selectors": [
-                                {"cel": {"expression": 'device.attributes["gpu.example.com"].memory >= 32'}}
+                                {
+                                    "cel": {
+                                        "expression": 'device.attributes["gpu.example.com"].profile == "half"'
+                                    }
+                                }
                             ],
                         },
                     }
@@ -128,22 +139,26 @@ GPU_TEMPLATE: dict[str, Any] = {
     },
 }
 
-GPU_POD: dict[str, Any] = {
-    "apiVersion": "v1",
-    "kind": "Pod",
-    "metadata": {"name": "trainer", "namespace": "default"},
-    "spec": {
-        "schedulerName": SCHEDULER_NAME,
-        "containers": [
-            {
-                "name": "train",
-                "image": "python:3.13",
-                "resources": {"requests": {"cpu": "1"}, "claims": [{"name": "gpu"}]},
-            }
-        ],
-        "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "single-gpu"}],
-    },
-}
+GPU_PODS = ("trainer-a", "trainer-b")
+
+
+def gpu_pod(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "schedulerName": SCHEDULER_NAME,
+            "containers": [
+                {
+                    "name": "train",
+                    "image": "python:3.13",
+                    "resources": {"requests": {"cpu": "1"}, "claims": [{"name": "gpu"}]},
+                }
+            ],
+            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "half-gpu"}],
+        },
+    }
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -178,7 +193,8 @@ async def run_demo(replicas: int, timeout: float) -> int:
                 await sim.create("deployments", deployment("legacy", 2, "default-scheduler", "100m", "64Mi"))
                 await sim.create("pods", HUGE_POD)
                 await sim.create("resourceclaimtemplates", GPU_TEMPLATE)
-                await sim.create("pods", GPU_POD)
+                for name in GPU_PODS:
+                    await sim.create("pods", gpu_pod(name))
                 ok = await _wait_for_placements(sim, replicas, timeout)
                 _report(sim)
             finally:
@@ -209,16 +225,17 @@ async def _wait_for_placements(sim: Any, replicas: int, timeout: float) -> bool:
         web = _app_pods(sim, "web")
         running = [p for p in web if (p.get("status") or {}).get("phase") == "Running"]
         huge = sim.store.get("pods", "default", "too-big")
-        if len(running) == replicas and _failed_condition(huge) is not None and _gpu_pod_settled(sim):
+        settled = all(_gpu_pod_settled(sim, name) for name in GPU_PODS)
+        if len(running) == replicas and _failed_condition(huge) is not None and settled:
             return True
         await asyncio.sleep(0.2)
     print("timed out waiting for the placements", file=sys.stderr)
     return False
 
 
-def _gpu_claim(sim: Any) -> dict[str, Any] | None:
-    """The claim the resource-claim controller made for the GPU pod, once recorded in its status."""
-    pod = sim.store.get("pods", "default", "trainer") or {}
+def _gpu_claim(sim: Any, pod_name: str) -> dict[str, Any] | None:
+    """The claim the resource-claim controller made for a GPU pod, once recorded in its status."""
+    pod = sim.store.get("pods", "default", pod_name) or {}
     for status in (pod.get("status") or {}).get("resourceClaimStatuses") or ():
         if status.get("name") == "gpu" and status.get("resourceClaimName"):
             found: dict[str, Any] | None = sim.store.get(
@@ -228,35 +245,50 @@ def _gpu_claim(sim: Any) -> dict[str, Any] | None:
     return None
 
 
-def _gpu_pod_settled(sim: Any) -> bool:
+def _gpu_pod_settled(sim: Any, pod_name: str) -> bool:
     """Running with its claim allocated, or reported unschedulable."""
-    pod = sim.store.get("pods", "default", "trainer")
+    pod = sim.store.get("pods", "default", pod_name)
     if _failed_condition(pod) is not None:
         return True
-    claim = _gpu_claim(sim)
+    claim = _gpu_claim(sim, pod_name)
     allocated = bool(((claim or {}).get("status") or {}).get("allocation"))
     return allocated and ((pod or {}).get("status") or {}).get("phase") == "Running"
 
 
-def _report_gpu_pod(sim: Any) -> None:
-    pod = sim.store.get("pods", "default", "trainer") or {}
-    claim = _gpu_claim(sim)
+def _report_gpu_pod(sim: Any, pod_name: str) -> None:
+    pod = sim.store.get("pods", "default", pod_name) or {}
+    claim = _gpu_claim(sim, pod_name)
     status = (claim or {}).get("status") or {}
     results = (status.get("allocation") or {}).get("devices", {}).get("results") or []
     if results:
         node = pod.get("spec", {}).get("nodeName", "<pending>")
         devices = ", ".join(f"{r['driver']}/{r['pool']}/{r['device']}" for r in results)
         reserved = ", ".join(r.get("name", "") for r in status.get("reservedFor") or ()) or "nobody"
-        print(f"\npod default/trainer runs on {node}; claim {claim['metadata']['name'] if claim else ''}:")
+        print(f"\npod default/{pod_name} runs on {node}; claim {claim['metadata']['name'] if claim else ''}:")
         print(f"  allocated {devices}, reserved for {reserved}")
         return
     condition = _failed_condition(pod)
-    print("\npod default/trainer (one gpu.example.com device from template single-gpu) is pending:")
+    print(f"\npod default/{pod_name} (half a gpu.example.com GPU from template half-gpu) is pending:")
     print(
         f"  {condition['reason']}: {condition['message']}"
         if condition
         else "  (no PodScheduled condition yet)"
     )
+
+
+def _report_shared_gpus(sim: Any) -> None:
+    """Which cards the GPU pods share: partitions consuming one counter set."""
+    by_card: dict[tuple[str, str], list[str]] = {}
+    for name in GPU_PODS:
+        results = (((_gpu_claim(sim, name) or {}).get("status") or {}).get("allocation") or {}).get(
+            "devices", {}
+        )
+        for result in results.get("results") or ():
+            card = result["device"].rsplit("-half-", 1)[0]
+            by_card.setdefault((result["pool"], card), []).append(f"{name} ({result['device']})")
+    for (node, card), users in sorted(by_card.items()):
+        if len(users) > 1:
+            print(f"\nGPU {card} of {node} is shared, its 40Gi split between {' and '.join(users)}")
 
 
 def _report(sim: Any) -> None:
@@ -280,4 +312,6 @@ def _report(sim: Any) -> None:
         if condition
         else "  (no PodScheduled condition yet)"
     )
-    _report_gpu_pod(sim)
+    for name in GPU_PODS:
+        _report_gpu_pod(sim, name)
+    _report_shared_gpus(sim)
