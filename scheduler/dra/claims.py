@@ -11,6 +11,7 @@ the counters a pool has left are recomputed only then.
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Hashable, Iterator, Mapping
 from dataclasses import dataclass
@@ -138,12 +139,16 @@ def devices_of(claim: Mapping[str, Any]) -> frozenset[DeviceID]:
     return holding_of(claim).exclusive
 
 
+_SERIALS = itertools.count()
+
+
 class _Held:
     """Counts of what a set of allocations holds, kept up to date as holdings come and go."""
 
-    __slots__ = ("capacity", "capacity_shares", "exclusive", "revisions", "shares")
+    __slots__ = ("capacity", "capacity_shares", "exclusive", "revisions", "serial", "shares")
 
     def __init__(self) -> None:
+        self.serial = next(_SERIALS)  # tells trackers apart in the versions of their pools
         self.exclusive: Counter[DeviceID] = Counter()
         self.shares: Counter[DeviceID] = Counter()
         # per device: the capacity its shares consume in all, and how many shares say so
@@ -322,4 +327,4 @@ class AllocatedDevices:
 
     def pool_version(self, pool: PoolKey) -> Hashable:
         """Changes whenever what the pool's devices are held by changes."""
-        return (self._held.revisions.get(pool, 0), self._assumed_pools.get(pool))
+        return (self._held.serial, self._held.revisions.get(pool, 0), self._assumed_pools.get(pool))

@@ -154,14 +154,21 @@ def test_counters_exhausted_by_assumed_claims() -> None:
 def test_counters_left_are_kept_until_the_pools_allocations_change() -> None:
     index = SliceParser().index(GPU_POOL)
     pool = (DRIVER, "node-a")
-    first = index.available_counters(pool, 1, allocated_view())
+    claims = FakeLister()
+    tracker = ClaimTracker(claims)
+    first = index.available_counters(pool, 1, tracker.allocated_devices())
     assert first == ({("gpu-0", "memory"): 40 * 2**30}, False)
-    assert index.available_counters(pool, 1, allocated_view()) is first  # same allocations: same answer
-    taken = index.available_counters(pool, 1, allocated_view(holding(*on("part-a"))))
+    # the next cycle, nothing changed: the same answer, not computed again
+    assert index.available_counters(pool, 1, tracker.allocated_devices()) is first
+    claims.put(holding(*on("part-a")))
+    taken = index.available_counters(pool, 1, tracker.allocated_devices())
     assert taken == ({("gpu-0", "memory"): 20 * 2**30}, False)
     # more allocated than the set holds (e.g. the counters shrank): below zero
-    overdrawn = index.available_counters(pool, 1, allocated_view(holding(*on("full", "part-a"))))
+    claims.put(holding(*on("full")))
+    overdrawn = index.available_counters(pool, 1, tracker.allocated_devices())
     assert overdrawn == ({("gpu-0", "memory"): -20 * 2**30}, True)
+    # another tracker's allocations are not this one's
+    assert index.available_counters(pool, 1, allocated_view()) == first
 
 
 def test_a_pool_overdrawn_by_its_allocations_fits_no_device_consuming_counters() -> None:
