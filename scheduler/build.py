@@ -85,11 +85,14 @@ def build_scheduler(
     rng: random.Random | None = None,
     max_inflight_bindings: int = 256,
     features: FeatureGates = DEFAULT_FEATURES,
+    max_in_unschedulable: float = 300.0,
 ) -> SchedulerParts:
     """Every profile of ``config`` built from ``registry`` (FrameworkError names what is wrong).
 
     ``events.record`` receives every event; ``listers`` (shared, may be filled later) backs
-    ``handle.lister``; ``current_pod`` is the informer's copy of a pod.
+    ``handle.lister``; ``current_pod`` is the informer's copy of a pod; ``max_in_unschedulable``
+    is how long a pod waits in the unschedulable pool at most (upstream's
+    podMaxInUnschedulablePodsDuration, five minutes).
     """
     try:
         extenders, api_objects = build_extenders(config)
@@ -139,6 +142,7 @@ def build_scheduler(
         policy=ProfilesPolicy(frameworks),
         initial_backoff=config.pod_initial_backoff_seconds,
         max_backoff=config.pod_max_backoff_seconds,
+        max_in_unschedulable=max_in_unschedulable,
         clock=clock.now,
         metrics=metrics,
     )

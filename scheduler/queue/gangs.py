@@ -69,6 +69,10 @@ class GangRejections:
         members = self._gangs.get(gang.key, {})
         return [rejection for uid, rejection in members.items() if uid != exclude]
 
+    def gang_key(self, uid: str) -> str | None:
+        """The gang of a member with a rejection on record."""
+        return self._gang_of.get(uid)
+
     def members(self, gang: Gang) -> list[str]:
         """uids of the members with a rejection on record."""
         return list(self._gangs.get(gang.key, ()))

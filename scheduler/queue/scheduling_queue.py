@@ -8,7 +8,8 @@ pop-from-backoffQ enabled):
   ``max``). Expiries are rounded down to whole-second windows and the flusher runs on window
   boundaries, so a window's pods reach activeQ together and in priority order. While activeQ is
   empty the scheduler does not idle: it pops from backoffQ directly. Pods that failed with an
-  error (no rejecting plugin) wait in a separate error backoff heap that is never popped early.
+  error (no rejecting plugin), and gang members sent back by their own gang's failure, wait in a
+  separate heap that is never popped early.
 - **unschedulable pool**: rejected by plugins and waiting for a cluster event that a rejecting
   plugin's QueueingHint says may help, or for ``max_in_unschedulable`` to pass.
 - **gated**: a PreEnqueue plugin (e.g. SchedulingGates) keeps the pod from being tried at all.
@@ -85,8 +86,11 @@ class QueuePolicy(Protocol):
 
 class _Strategy(IntEnum):
     SKIP = 0
-    AFTER_BACKOFF = 1
-    IMMEDIATELY = 2
+    # after its backoff, waited out even while the scheduler is idle: for gang members sent back
+    # by what their own gang released when it failed (else an infeasible gang retries in a loop)
+    AFTER_FULL_BACKOFF = 1
+    AFTER_BACKOFF = 2
+    IMMEDIATELY = 3
 
 
 def backoff_duration(attempts: int, initial: float, maximum: float) -> float:
@@ -433,13 +437,14 @@ class SchedulingQueue:
         self._wakeup.set()
         return True
 
-    def _move_to_backoff(self, info: QueuedPodInfo, event: str) -> bool:
+    def _move_to_backoff(self, info: QueuedPodInfo, event: str, *, full: bool = False) -> bool:
+        """backoffQ; ``full``: the heap never popped early (as for a pod that failed with an error)."""
         # PreEnqueue runs on the way in, since a pod may be popped from backoffQ directly.
         self._run_pre_enqueue(info)
         if info.gated_by:
             self._add_gated(info, event)
             return False
-        self._push(self._backoff_heap(info), info)
+        self._push(self._error_backoff if full else self._backoff_heap(info), info)
         self._incoming(BACKOFF, event)
         self._wakeup.set()
         return True
@@ -451,8 +456,9 @@ class SchedulingQueue:
                 self._incoming(UNSCHEDULABLE, event)
             self._unschedulable[info.pod.uid] = info
             return UNSCHEDULABLE
-        if strategy is _Strategy.AFTER_BACKOFF and self._is_backing_off(info):
-            return BACKOFF if self._move_to_backoff(info, event) else GATED
+        if strategy is not _Strategy.IMMEDIATELY and self._is_backing_off(info):
+            full = strategy is _Strategy.AFTER_FULL_BACKOFF
+            return BACKOFF if self._move_to_backoff(info, event, full=full) else GATED
         return ACTIVE if self._move_to_active(info, event) else GATED
 
     def _requeue_parked(
@@ -547,8 +553,12 @@ class SchedulingQueue:
                 rejection.pod, rejection.unschedulable, rejection.pending, event, old, new
             )
             if strategy is _Strategy.IMMEDIATELY:
-                return strategy
+                best = strategy
+                break
             best = max(best, strategy)
+        if best is not _Strategy.SKIP and exclude and self._gangs.gang_key(exclude) == gang.key:
+            # what the gang itself gave back when a member failed: worth another try, not a loop
+            return _Strategy.AFTER_FULL_BACKOFF
         return best
 
     def _rejection_worth(
