@@ -41,9 +41,7 @@ KNOWN: dict[str, Gate] = {
     "DRAConsumableCapacity": Gate(True, BETA),
     "DRADeviceBindingConditions": Gate(True, BETA),
     "DRADeviceTaints": Gate(True, BETA),
-    "DRAExtendedResource": Gate(
-        True, BETA, gap="NodeResourcesFit scoring by a DRA-backed extended resource counts no devices"
-    ),
+    "DRAExtendedResource": Gate(True, BETA),
     "DRANodeAllocatableResources": Gate(False, ALPHA),
     "DRAPartitionableDevices": Gate(True, BETA),
     "DRAPrioritizedList": Gate(True, GA),

@@ -93,7 +93,8 @@ class Store(Generic[T]):
     and kept up to date by every change from then on; a store nobody asks keeps none.
     """
 
-    __slots__ = ("_by_label", "_entries")
+    # weak references: state derived from a store (scheduler.dra.shared) lives as long as it
+    __slots__ = ("__weakref__", "_by_label", "_entries")
 
     def __init__(self) -> None:
         self._entries: dict[str, _Entry[T]] = {}

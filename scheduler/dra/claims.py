@@ -275,7 +275,7 @@ class AllocatedDevices:
     the device exclusively."""
 
     __slots__ = (
-        "_assumed",
+        "_any_held",
         "_assumed_capacity",
         "_assumed_exclusive",
         "_assumed_pools",
@@ -285,6 +285,7 @@ class AllocatedDevices:
 
     def __init__(self, held: _Held, assumed: list[Holding]) -> None:
         self._held = held
+        self._any_held: frozenset[DeviceID] | None = None
         self._assumed_exclusive: set[DeviceID] = set()
         self._assumed_shares: set[DeviceID] = set()
         self._assumed_capacity: dict[DeviceID, dict[str, Amount]] = {}
@@ -328,3 +329,18 @@ class AllocatedDevices:
     def pool_version(self, pool: PoolKey) -> Hashable:
         """Changes whenever what the pool's devices are held by changes."""
         return (self._held.serial, self._held.revisions.get(pool, 0), self._assumed_pools.get(pool))
+
+    def count_in(self, devices: frozenset[DeviceID]) -> int:
+        """How many of ``devices`` are held in any way (as ``is_allocated``: what NodeResourcesFit
+        counts as allocated, as upstream). The held set is made on the first call (one pass over
+        this cycle's allocations), then each call is one intersection with it."""
+        if self._any_held is None:
+            held = self._held
+            self._any_held = frozenset(
+                {device for device, count in held.exclusive.items() if count > 0}
+                | {device for device, count in held.shares.items() if count > 0}
+                | held.capacity.keys()
+                | self._assumed_exclusive
+                | self._assumed_shares
+            )
+        return len(devices & self._any_held)

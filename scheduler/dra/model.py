@@ -20,7 +20,7 @@ upstream orders them.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Protocol
@@ -332,6 +332,21 @@ class SliceIndex:
         for duplicate names. Pools with binding conditions come last."""
         return self._answer(node_name, labels)[0]
 
+    def devices_on(self, node_name: str, labels: Mapping[str, str]) -> Iterator[Device]:
+        """Every device available on the node, of any slice serving it whatever its pool's
+        generation or completeness (what NodeResourcesFit counts a DRA-backed extended resource
+        by, as upstream); of a perDeviceNodeSelection slice, the devices naming the node."""
+        for s in self._serving(node_name, labels):
+            for device in s.devices:
+                if not s.per_device or device_serves(device, node_name, labels):
+                    yield device
+
+    def _serving(self, node_name: str, labels: Mapping[str, str]) -> Iterator[Slice]:
+        """The device slices serving the node (counter slices serve every node of their pool)."""
+        for s in (*self._by_node.get(node_name, ()), *self._cluster_wide):
+            if _serves(s, node_name, labels):
+                yield s
+
     def usable_devices(self, node_name: str, labels: Mapping[str, str]) -> list[Device]:
         """The devices of the node's complete, valid pools, in the order they are searched."""
         return self._answer(node_name, labels)[1]
@@ -341,9 +356,8 @@ class SliceIndex:
         if known is not None and known[0] is labels:
             return known[1], known[2]
         serving: dict[PoolKey, list[Slice]] = {}
-        for s in (*self._by_node.get(node_name, ()), *self._cluster_wide):
-            if _serves(s, node_name, labels):
-                _add(serving.setdefault(s.key, []), s)
+        for s in self._serving(node_name, labels):
+            _add(serving.setdefault(s.key, []), s)
         for key, group in serving.items():
             for s in self._counter_slices.get(key, ()):
                 _add(group, s)

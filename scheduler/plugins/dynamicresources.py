@@ -51,7 +51,6 @@ from scheduler.dra.allocator import (
     NodeFailure,
     claim_ref,
 )
-from scheduler.dra.cel import SelectorCache
 from scheduler.dra.claims import (
     AllocatedDevices,
     ClaimProblem,
@@ -66,7 +65,7 @@ from scheduler.dra.claims import (
     is_reserved_for_pod,
     reserved_for,
 )
-from scheduler.dra.model import SliceParser
+from scheduler.dra.shared import SharedDRA, shared_dra
 from scheduler.framework import (
     ActionType,
     ClusterEvent,
@@ -162,10 +161,7 @@ class DynamicResources:
         self._binding_timeout = (args or DynamicResourcesArgs()).binding_timeout
         # wall time (for allocation timestamps) as the injectable clock moves
         self._epoch = time.time() - handle.clock.now()
-        self._tracker: ClaimTracker | None = None
-        self._slices = SliceParser()
-        self._class_maps = extended.ClassMaps()
-        self._selectors = SelectorCache()
+        self._shared: SharedDRA | None = None
         self._reported_slices: set[str] = set()
         self._background: set[asyncio.Task[None]] = set()
         # set when this replica stops scheduling: PreBind stops waiting for binding conditions
@@ -184,11 +180,15 @@ class DynamicResources:
         return self._epoch + self._handle.clock.now()
 
     @property
+    def shared(self) -> SharedDRA:
+        # looked up on first use: the listers exist once the informers do, after the profiles
+        if self._shared is None:
+            self._shared = shared_dra(self._handle)
+        return self._shared
+
+    @property
     def tracker(self) -> ClaimTracker:
-        # built on first use: the listers exist once the informers do, after the profiles
-        if self._tracker is None:
-            self._tracker = ClaimTracker(self._handle.lister(CLAIMS))
-        return self._tracker
+        return self.shared.tracker
 
     def sign_pod(self, pod: Pod) -> tuple[Sequence[SignFragment], Status | None]:
         """A pod with resource claims is not signed (as upstream, which cannot yet tell which
@@ -326,14 +326,19 @@ class DynamicResources:
                 return None, problem
         data.claims, data.available_on = claims, available_on
         if to_allocate:
-            index = self._slices.index(self._handle.lister(SLICES).list())
+            index = self.shared.slices.index(self._handle.lister(SLICES).list())
             self._report_bad_slices()
             classes = self._handle.lister(CLASSES)
             allocated = data.allocated if data.allocated is not None else self.tracker.allocated_devices()
 
             def make_allocator(to_allocate: Sequence[Mapping[str, Any]]) -> Allocator:
                 return Allocator(
-                    index, allocated, classes.get, self._selectors, to_allocate, timeout=self._filter_timeout
+                    index,
+                    allocated,
+                    classes.get,
+                    self.shared.selectors,
+                    to_allocate,
+                    timeout=self._filter_timeout,
                 )
 
             data.make_allocator = make_allocator
@@ -349,7 +354,7 @@ class DynamicResources:
         """The pod's special claim when a DeviceClass serves one of its requests: the one an
         earlier cycle created, else a new one in memory."""
         try:
-            classes = self._class_maps.of(self._handle.lister(CLASSES).list())
+            classes = self.shared.class_maps.of(self._handle.lister(CLASSES).list())
         except KeyError:  # a handle without the DRA kinds: no resource is served by devices
             return None
         if not extended.dra_backed(pod.requests.scalar, classes):
@@ -401,7 +406,7 @@ class DynamicResources:
         return None
 
     def _report_bad_slices(self) -> None:
-        for name, error in self._slices.errors.items():
+        for name, error in self.shared.slices.errors.items():
             if name not in self._reported_slices:
                 self._reported_slices.add(name)
                 log.warning("ResourceSlice %s left out: %s", name, error)

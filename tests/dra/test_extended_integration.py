@@ -7,9 +7,11 @@ from typing import Any
 
 import pytest
 
+from scheduler.app import SchedulerApp
+from scheduler.config import parse_config
 from simcluster import SimCluster
 from tests.dra.test_integration import DRIVER, UNSATISFIABLE, fleet, pending_message
-from tests.integration.conftest import eventually, node_of, pod, pod_manifest
+from tests.integration.conftest import RunningApps, eventually, local_serving, node_of, pod, pod_manifest
 
 GPU_CLASS = {
     "apiVersion": "resource.k8s.io/v1",
@@ -120,3 +122,53 @@ async def test_a_node_advertising_the_resource_keeps_the_classic_accounting(star
             "0/1 nodes are available: 1 Insufficient example.com/gpu. still not schedulable, preemption: "
             "0/1 nodes are available: 1 No preemption victims found for incoming pod."
         )
+
+
+def most_allocated_by_gpu() -> Any:
+    """The default profile, NodeResourcesFit scoring MostAllocated by the gpu alone."""
+    args = {
+        "scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "example.com/gpu", "weight": 1}]}
+    }
+    config = parse_config(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "leaderElection": {"leaderElect": False},
+            "profiles": [
+                {"schedulerName": "pyscheduler", "pluginConfig": [{"name": "NodeResourcesFit", "args": args}]}
+            ],
+        }
+    )
+    config.pod_initial_backoff_seconds, config.pod_max_backoff_seconds = 0.2, 1.0
+    return config
+
+
+async def test_scoring_by_the_extended_resource_counts_each_nodes_devices(tmp_path):
+    """Three nodes of four GPUs: MostAllocated by the gpu packs the pods on the node whose
+    devices are already taken, which only counting the devices tells apart (else all tie)."""
+    template = [
+        {"namePrefix": "gpu-", "count": 3, "devices": [{"driver": DRIVER, "count": 4, "namePrefix": "gpu-"}]}
+    ]
+    apps = RunningApps()
+    async with SimCluster(node_template=template, kubelet=True, bookmark_interval=0.5) as sim:
+        await sim.create("deviceclasses", GPU_CLASS)
+        kubeconfig = sim.write_kubeconfig(tmp_path / "kubeconfig")
+        await apps.run(
+            SchedulerApp(most_allocated_by_gpu(), kubeconfig=str(kubeconfig), serving=local_serving())
+        )
+        try:
+            placed = []
+            for name in ("p1", "p2", "p3", "p4"):
+                await sim.create("pods", gpu_pod(name))
+                placed.append(await eventually(lambda name=name: node_of(sim, name)))  # type: ignore[misc]
+                # the next pod is decided once this one's devices are known to be taken
+                await eventually(lambda name=name: special_claim(sim, name) is not None)
+            assert len(set(placed)) == 1, placed
+            assert sorted(d for name in ("p1", "p2", "p3", "p4") for d in devices_of(sim, name)) == [
+                "gpu-0",
+                "gpu-1",
+                "gpu-2",
+                "gpu-3",
+            ]
+        finally:
+            await apps.stop()

@@ -11,11 +11,13 @@ from scheduler.config.args import (
     ScoringStrategy,
     UtilizationShapePoint,
 )
+from scheduler.dra.shared import shared_dra
 from scheduler.framework import ActionType, Code, CycleState, QueueingHint
 from scheduler.framework.interface import DEVICE_CLASS, NODE, POD
 from scheduler.plugins.noderesources import Fit
 from scheduler.testing.builders import (
     FakeHandle,
+    FakeLister,
     make_node,
     make_pod,
     per_node_and_batch_filter,
@@ -23,6 +25,7 @@ from scheduler.testing.builders import (
     pod_dict,
     table_of,
 )
+from tests.dra import objects as dra
 
 GPU = "example.com/gpu"
 
@@ -478,3 +481,181 @@ def test_device_class_hint(case: str, old: dict | None, new: dict, hint: Queuein
     assert class_event.event.resource == DEVICE_CLASS
     pod = make_pod("p", requests={GPU: "1", "deviceclass.resource.kubernetes.io/tpu": "1"})
     assert class_event.hint(pod, old, new) == hint, case
+
+
+# ------------------------------------------------------------ scoring by a DRA-backed resource
+
+MEMORY_40 = 'device.attributes["gpu.example.com"].memory >= 40'
+
+
+def gpu_class(*expressions: str) -> dict:
+    selectors = [{"cel": {"expression": e}} for e in expressions]
+    return {"metadata": {"name": "gpu"}, "spec": {"extendedResourceName": GPU, "selectors": selectors}}
+
+
+def dra_score(
+    classes: list, slices: list, claims: list, nodes: list, pods: list = (), assumed: list = ()
+) -> list[int]:
+    """MostAllocated over the gpu alone, for a pod asking one; both forms must agree."""
+    handle = FakeHandle(
+        listers={"deviceclasses": classes, "resourceslices": slices, "resourceclaims": claims}
+    )
+    for claim in assumed:  # an allocation DynamicResources assumed at Reserve
+        shared_dra(handle).tracker.reserve(claim)
+    plugin = Fit(strategy(MOST_ALLOCATED, [ResourceSpec(GPU, 1)]), handle)  # type: ignore[arg-type]
+    pod = make_pod("incoming", requests={GPU: "1"})
+    state = CycleState()
+    cluster = table_of(nodes, pods)
+    assert plugin.pre_score(state, pod, cluster.infos) is None
+    per_node, batch = per_node_and_batch_score(plugin, state, pod, cluster)
+    assert per_node == batch, "the batch and per-node forms disagree"
+    without_pre_score = [int(plugin.score(CycleState(), pod, info)) for info in cluster.infos]
+    assert without_pre_score == per_node
+    return per_node
+
+
+FOUR_GPUS = dra.resource_slice("dra-gpus", [dra.device(f"gpu-{i}", memory=40) for i in range(4)], node="dra")
+MIXED = dra.resource_slice(
+    "mixed-gpus", [dra.device(f"gpu-{i}", memory=80 if i < 2 else 16) for i in range(4)], node="mixed"
+)
+ONE_USED = dra.allocated(dra.claim("used"), "dra", "gpu-0")
+
+
+@pytest.mark.parametrize(
+    ("case", "classes", "slices", "claims", "assumed", "expected"),
+    [
+        # dra: (1 allocated + 1) / 4 devices = 50; plugin: (3 + 1) / 4 = 100; none: nothing to score
+        (
+            "devices count where the node does not advertise the resource",
+            [gpu_class()],
+            [FOUR_GPUS],
+            [ONE_USED],
+            [],
+            [50, 100, 0],
+        ),
+        ("without a class the devices do not count", [], [FOUR_GPUS], [ONE_USED], [], [0, 100, 0]),
+        ("a free node's devices", [gpu_class()], [FOUR_GPUS], [], [], [25, 100, 0]),
+        # an allocation assumed at Reserve, not written yet, holds its device too
+        (
+            "assumed allocations count",
+            [gpu_class()],
+            [FOUR_GPUS],
+            [],
+            [dra.allocated(dra.claim("assumed"), "dra", "gpu-1", "gpu-2")],
+            [75, 100, 0],
+        ),
+        # upstream counts every slice serving the node, an older generation's too
+        (
+            "every slice serving the node counts",
+            [gpu_class()],
+            [
+                FOUR_GPUS,
+                dra.resource_slice(
+                    "old", [dra.device("gpu-9", memory=40)], node="dra", pool="dra", generation=0
+                ),
+            ],
+            [],
+            [],
+            [20, 100, 0],
+        ),
+        # a slice for all nodes serves the node without devices too: (0 + 1) / 1
+        (
+            "a slice for all nodes",
+            [gpu_class()],
+            [dra.resource_slice("shared", [dra.device("remote", memory=40)], all_nodes=True)],
+            [],
+            [],
+            [100, 100, 100],
+        ),
+        # a selector that fails on a device counts nothing on that node, as upstream
+        (
+            "a failing selector counts none",
+            [gpu_class('device.attributes["gpu.example.com"].missing')],
+            [FOUR_GPUS],
+            [],
+            [],
+            [0, 100, 0],
+        ),
+    ],
+)
+def test_scoring_counts_the_devices_of_a_dra_backed_resource(
+    case: str, classes: list, slices: list, claims: list, assumed: list, expected: list
+) -> None:
+    nodes = [make_node("dra"), make_node("plugin", extra={GPU: 4}), make_node("none")]
+    existing = [make_pod("user", node_name="plugin", requests={GPU: "3"})]
+    assert dra_score(classes, slices, claims, nodes, existing, assumed) == expected, case
+
+
+def test_only_devices_matching_the_class_selectors_count() -> None:
+    nodes = [make_node("mixed")]
+    used = [dra.allocated(dra.claim("used"), "mixed", "gpu-0")]
+    # two of the four devices have 40 or more: (1 + 1) / 2 = 100; without the selector (1 + 1) / 4
+    assert dra_score([gpu_class(MEMORY_40)], [MIXED], used, nodes) == [100]
+    assert dra_score([gpu_class()], [MIXED], used, nodes) == [50]
+
+
+def test_scoring_follows_new_allocations_between_cycles() -> None:
+    """Claims change without any node row changing: the batch form must not reuse old scores."""
+    claims = FakeLister()
+    handle = FakeHandle(listers={"deviceclasses": [gpu_class()], "resourceslices": [FOUR_GPUS]})
+    handle.listers["resourceclaims"] = claims
+    plugin = Fit(strategy(MOST_ALLOCATED, [ResourceSpec(GPU, 1)]), handle)  # type: ignore[arg-type]
+    pod = make_pod("incoming", requests={GPU: "1"})
+    cluster = table_of([make_node("dra")] + [make_node(f"n{i}") for i in range(10)])
+    scores = []
+    for used in ([], ["gpu-0"], ["gpu-0", "gpu-1", "gpu-2"]):
+        for i, device in enumerate(used):
+            claims.put(dra.allocated(dra.claim(f"c{i}"), "dra", device))
+        state = CycleState()
+        plugin.pre_score(state, pod, cluster.infos)
+        scores.append(int(plugin.score_nodes(state, pod, cluster.table, cluster.slots)[0]))
+    assert scores == [25, 50, 100]
+
+
+def test_a_pod_not_asking_for_the_resource_reads_no_dra_state() -> None:
+    handle = FakeHandle(listers={"deviceclasses": [gpu_class()]})  # no slices, no claims watched
+    plugin = Fit(strategy(MOST_ALLOCATED, [ResourceSpec("cpu", 1), ResourceSpec(GPU, 1)]), handle)  # type: ignore[arg-type]
+    pod = make_pod("incoming", requests={"cpu": "1"})
+    cluster = table_of([make_node("n", cpu="4")])
+    state = CycleState()
+    plugin.pre_score(state, pod, cluster.infos)
+    assert per_node_and_batch_score(plugin, state, pod, cluster) == ([25], [25])
+
+
+def test_a_per_device_slice_counts_the_devices_naming_the_node() -> None:
+    links = dra.resource_slice(
+        "links",
+        [
+            {**dra.device("gpu-a", memory=40), "nodeName": "dra"},
+            {**dra.device("gpu-b", memory=40), "nodeName": "none"},
+            {**dra.device("gpu-c", memory=40), "allNodes": True},
+        ],
+        pool="links",
+    )
+    links["spec"]["perDeviceNodeSelection"] = True
+    used = [dra.allocated(dra.claim("used"), "dra", "gpu-a", pool="links")]
+    nodes = [make_node("dra"), make_node("plugin", extra={GPU: 4}), make_node("none")]
+    existing = [make_pod("user", node_name="plugin", requests={GPU: "3"})]
+    # dra: gpu-a (held) and gpu-c, (1 + 1) / 2; none: gpu-b and gpu-c, (0 + 1) / 2
+    assert dra_score([gpu_class()], [links], used, nodes, existing) == [100, 100, 50]
+
+
+def test_shared_devices_and_partitions_count_as_allocated_when_held() -> None:
+    """A device held by a share of its capacity is allocated, as upstream's IsDeviceAllocated;
+    a pool's counter slice serves the node but offers no device to count."""
+    devices = [
+        dra.shared_device("nic", {"bandwidth": {"value": "10G"}}),
+        dra.partition("half-0", {"memory": {"memory": "20Gi"}}),
+        dra.partition("half-1", {"memory": {"memory": "20Gi"}}),
+        dra.device("whole"),
+    ]
+    slices = [
+        dra.resource_slice("dra-devices", devices, node="dra", pool="dra", count=2),
+        dra.counter_slice("dra-counters", {"memory": {"memory": "40Gi"}}, pool="dra", node="dra"),
+    ]
+    share = dra.holding(shares=(((dra.DRIVER, "dra", "nic"), {"bandwidth": "4G"}),))
+    partition = dra.holding((dra.DRIVER, "dra", "half-0"))
+    nodes = [make_node("dra")]
+    # four devices: the share and the partition held, (2 + 1) / 4
+    assert dra_score([gpu_class()], slices, [share, partition], nodes) == [75]
+    assert dra_score([gpu_class()], slices, [], nodes) == [25]

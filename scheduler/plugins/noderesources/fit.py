@@ -2,11 +2,14 @@
 
 An extended resource that a DeviceClass serves (DRAExtendedResource) is left to DynamicResources
 on the nodes that do not advertise it in allocatable; a node advertising it is checked here.
+Scoring by such a resource (named in ``scoringStrategy.resources``) counts, on a node that does
+not advertise it, the class's devices there as allocatable and those some claim holds as
+allocated (``scheduler.dra.scoring``), as upstream.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, MutableSequence, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -20,7 +23,11 @@ from scheduler.config.args import (
     REQUESTED_TO_CAPACITY_RATIO,
     NodeResourcesFitArgs,
 )
-from scheduler.dra.extended import DEVICE_CLASS_PREFIX, ClassMaps, dra_backed
+from scheduler.dra.claims import AllocatedDevices
+from scheduler.dra.extended import DEVICE_CLASS_PREFIX, ClassMaps, dra_backed, is_dra_extended_resource_name
+from scheduler.dra.model import SliceIndex
+from scheduler.dra.scoring import ClassDevices
+from scheduler.dra.shared import shared_dra
 from scheduler.framework import (
     ActionType,
     ClusterEvent,
@@ -41,7 +48,12 @@ from scheduler.framework import nodetable as cols
 from scheduler.framework.interface import DEVICE_CLASS, NODE, POD
 from scheduler.plugins import names
 from scheduler.plugins.helper import NodeMemo
-from scheduler.plugins.noderesources.resource_allocation import memoised_scores, node_lists, pod_request_list
+from scheduler.plugins.noderesources.resource_allocation import (
+    memoised_scores,
+    node_lists,
+    pod_request_list,
+    table_matrices,
+)
 from scheduler.plugins.noderesources.scorers import (
     LeastAllocated,
     MostAllocated,
@@ -51,10 +63,12 @@ from scheduler.plugins.noderesources.scorers import (
 
 _PRE_FILTER_KEY = "PreFilter" + names.NODE_RESOURCES_FIT
 _PRE_SCORE_KEY = "PreScore" + names.NODE_RESOURCES_FIT
+_DRA_SCORE_KEY = "PreScoreDRA" + names.NODE_RESOURCES_FIT
 
 REASON_TOO_MANY_PODS = "Too many pods"
 NOT_SIGNABLE = "signature disabled when dra extended resources are used in the cluster"
 CLASSES = "deviceclasses"
+SLICES = "resourceslices"
 _NEVER_SHORT = np.iinfo(np.int64).max
 _FIXED_REASONS = (
     REASON_TOO_MANY_PODS,
@@ -172,10 +186,30 @@ def _build_scorer(args: NodeResourcesFitArgs) -> tuple[tuple[str, ...], Scorer]:
     raise ValueError(f"scoring strategy {strategy.type} is not supported")
 
 
+@dataclass(slots=True, frozen=True)
+class _DRAScoring:
+    """This cycle's view for scoring DRA-backed extended resources: the classes serving the
+    configured resources the pod asks for, the slices and the devices some claim holds."""
+
+    classes: Mapping[str, Mapping[str, Any]]
+    index: SliceIndex
+    allocated: AllocatedDevices
+
+
 class Fit:
     name: ClassVar[str] = names.NODE_RESOURCES_FIT
 
-    __slots__ = ("_class_maps", "_handle", "_ignored", "_ignored_groups", "_memo", "_resources", "_scorer")
+    __slots__ = (
+        "_class_devices",
+        "_class_maps",
+        "_dra_resources",
+        "_handle",
+        "_ignored",
+        "_ignored_groups",
+        "_memo",
+        "_resources",
+        "_scorer",
+    )
 
     def __init__(self, args: NodeResourcesFitArgs | None = None, handle: Handle | None = None) -> None:
         args = args or NodeResourcesFitArgs()
@@ -185,6 +219,11 @@ class Fit:
         self._resources, self._scorer = _build_scorer(args)
         self._memo = NodeMemo(np.int64)
         self._class_maps = ClassMaps()
+        # the scored resources a DeviceClass may serve: (position in the scoring list, name)
+        self._dra_resources = tuple(
+            (i, name) for i, name in enumerate(self._resources) if is_dra_extended_resource_name(name)
+        )
+        self._class_devices: ClassDevices | None = None
 
     def sign_pod(self, pod: Pod) -> tuple[Sequence[SignFragment], Status | None]:
         """Filtering and scoring depend on the pod's requests only, unless DRA would serve one
@@ -330,27 +369,114 @@ class Fit:
     # ------------------------------------------------------------------ score
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: Any) -> Status | None:
-        state.write(_PRE_SCORE_KEY, pod_request_list(pod, self._resources, non_zero=True))
+        requests = pod_request_list(pod, self._resources, non_zero=True)
+        state.write(_PRE_SCORE_KEY, requests)
+        state.write(_DRA_SCORE_KEY, self._dra_scoring(requests))
         return None
 
     def _pod_requests(self, state: CycleState, pod: Pod) -> tuple[int, ...]:
         requests = state.get(_PRE_SCORE_KEY)
         return pod_request_list(pod, self._resources, non_zero=True) if requests is None else requests
 
+    def _dra_view(self, state: CycleState, requests: Sequence[int]) -> _DRAScoring | None:
+        if state.get(_PRE_SCORE_KEY) is None:  # Score without PreScore: as upstream, work it out
+            return self._dra_scoring(requests)
+        view: _DRAScoring | None = state.get(_DRA_SCORE_KEY)
+        return view
+
+    def _dra_scoring(self, requests: Sequence[int]) -> _DRAScoring | None:
+        """None unless the pod asks for a scored resource that a DeviceClass serves (a resource
+        the pod does not ask for is not scored, so its devices need no counting)."""
+        wanted = [name for i, name in self._dra_resources if requests[i]]
+        if not wanted or self._handle is None:
+            return None
+        try:
+            classes = self._class_maps.of(self._handle.lister(CLASSES).list())
+            served = {name: classes[name] for name in wanted if name in classes}
+            if not served:
+                return None
+            shared = shared_dra(self._handle)
+            index = shared.slices.index(self._handle.lister(SLICES).list())
+        except KeyError:  # a handle without the DRA kinds: nothing is served by devices
+            return None
+        if self._class_devices is None:
+            self._class_devices = ClassDevices(shared.selectors)
+        return _DRAScoring(served, index, shared.tracker.allocated_devices())
+
+    def _add_devices(
+        self,
+        view: _DRAScoring,
+        node: Node,
+        requests: Sequence[int],
+        requested: MutableSequence[int],
+        allocatable: MutableSequence[int],
+    ) -> None:
+        """Where the node does not advertise a DRA-backed resource, its devices stand in."""
+        assert self._class_devices is not None
+        for i, name in self._dra_resources:
+            cls = view.classes.get(name)
+            if cls is None or not requests[i] or allocatable[i]:
+                continue
+            capacity, used = self._class_devices.counts(
+                view.index, cls, node.name, node.labels, view.allocated
+            )
+            if capacity:
+                allocatable[i] = capacity
+                requested[i] = used + requests[i]
+
+    def _add_device_columns(
+        self,
+        view: _DRAScoring,
+        table: NodeTable,
+        slots: np.ndarray,
+        requests: Sequence[int],
+        requested: np.ndarray,
+        allocatable: np.ndarray,
+    ) -> None:
+        """``_add_devices`` for the columns of many nodes at once."""
+        assert self._class_devices is not None
+        counts = self._class_devices.counts
+        infos = table.infos
+        for i, name in self._dra_resources:
+            cls = view.classes.get(name)
+            if cls is None or not requests[i]:
+                continue
+            columns = np.flatnonzero(allocatable[i] == 0)
+            found = []
+            for slot in slots[columns].tolist():
+                info = infos[slot]
+                assert info is not None  # slots are rows of nodes
+                found.append(counts(view.index, cls, info.node.name, info.node.labels, view.allocated))
+            if not found:
+                continue
+            capacity, used = np.array(found, dtype=np.int64).T
+            has = capacity > 0
+            allocatable[i, columns[has]] = capacity[has]
+            requested[i, columns[has]] = used[has] + requests[i]
+
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
-        requested, allocatable = node_lists(
-            node_info, self._resources, self._pod_requests(state, pod), non_zero=True
-        )
+        requests = self._pod_requests(state, pod)
+        requested, allocatable = node_lists(node_info, self._resources, requests, non_zero=True)
+        view = self._dra_view(state, requests)
+        if view is not None:
+            self._add_devices(view, node_info.node, requests, requested, allocatable)
         return self._scorer.score_one(requested, allocatable)
 
     def score_nodes(self, state: CycleState, pod: Pod, table: NodeTable, slots: np.ndarray) -> np.ndarray:
         scorer = self._scorer
+        requests = self._pod_requests(state, pod)
+        view = self._dra_view(state, requests)
+        if view is not None:
+            # claims change without the table's rows changing: no memo, each node's devices added
+            requested, allocatable = table_matrices(table, slots, self._resources, requests, True)
+            self._add_device_columns(view, table, slots, requests, requested, allocatable)
+            return scorer.score_many(requested, allocatable)
         return memoised_scores(
             self._memo,
             table,
             slots,
             self._resources,
-            self._pod_requests(state, pod),
+            requests,
             True,
             scorer.score_one,
             scorer.score_many,
