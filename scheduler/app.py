@@ -40,11 +40,12 @@ from scheduler.config import (
     default_config,
     load_config,
 )
-from scheduler.eventhandlers import MalformedPods, ResourceEvents
+from scheduler.eventhandlers import DeviceTaintRuleEvents, MalformedPods, ResourceEvents
 from scheduler.explain.endpoint import explain_handler
 from scheduler.extender import HTTPExtender, close_all
 from scheduler.features import (
     DEFAULT_FEATURES,
+    DRA_DEVICE_TAINT_RULES,
     GANG_SCHEDULING,
     GENERIC_WORKLOAD,
     TOPOLOGY_AWARE_WORKLOAD_SCHEDULING,
@@ -108,6 +109,9 @@ PLUGIN_RESOURCES: dict[str, tuple[str, str]] = {
     "statefulsets": ("/apis/apps/v1/statefulsets", ""),
     "poddisruptionbudgets": ("/apis/policy/v1/poddisruptionbudgets", ""),
 }
+# Watched with DRADeviceTaintRules (its API is beta, off by default on a real server): a rule
+# taints devices as if their slice did, so each change is a ResourceSlice update to the queue.
+DEVICE_TAINT_RULES = ("devicetaintrules", "/apis/resource.k8s.io/v1beta2/devicetaintrules", RESOURCE_SLICE)
 
 
 def add_plugin_arguments(parser: argparse.ArgumentParser) -> None:
@@ -452,6 +456,19 @@ class SchedulerApp:
             decode = decoder_for(plural)
             informers.append(
                 Informer(self.client, path, decode=decode, handler=handler, name=plural, outage=self.outage)
+            )
+        if self.features.enabled(DRA_DEVICE_TAINT_RULES):
+            plural, path, resource = DEVICE_TAINT_RULES
+            rules = DeviceTaintRuleEvents(self.queue, resource)
+            informers.append(
+                Informer(
+                    self.client,
+                    path,
+                    decode=decoder_for(plural),
+                    handler=rules,
+                    name=plural,
+                    outage=self.outage,
+                )
             )
         for kind in self.watches:  # what out-of-tree plugins declared: each change is a cluster event
             informers.append(

@@ -163,6 +163,25 @@ class ResourceEvents:
         self.queue.on_cluster_event(self._event(ActionType.DELETE), obj, None)
 
 
+class DeviceTaintRuleEvents:
+    """Handler for DeviceTaintRules (DRADeviceTaintRules): a rule's taints are the tainted
+    slices' as far as plugins can tell, so every change of a rule, its deletion too, is a
+    ResourceSlice update (upstream's slice tracker reports it so); hints see the rules."""
+
+    def __init__(self, queue: Any, resource: str) -> None:
+        self.queue = queue
+        self._event = ClusterEvent(resource, ActionType.UPDATE_OTHER, f"{resource.rsplit('/', 1)[-1]}Update")
+
+    def on_add(self, obj: Mapping[str, Any]) -> None:
+        self.queue.on_cluster_event(self._event, None, obj)
+
+    def on_update(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+        self.queue.on_cluster_event(self._event, old, new)
+
+    def on_delete(self, obj: Mapping[str, Any]) -> None:
+        self.queue.on_cluster_event(self._event, obj, None)
+
+
 class MalformedPods:
     """The Pod informer's ``malformed`` handler.
 

@@ -23,6 +23,7 @@ GENERIC_WORKLOAD = "GenericWorkload"
 GANG_SCHEDULING = "GangScheduling"
 TOPOLOGY_AWARE_WORKLOAD_SCHEDULING = "TopologyAwareWorkloadScheduling"
 WORKLOAD_AWARE_PREEMPTION = "WorkloadAwarePreemption"
+DRA_DEVICE_TAINT_RULES = "DRADeviceTaintRules"
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +41,7 @@ KNOWN: dict[str, Gate] = {
     "DRAAdminAccess": Gate(True, GA, locked=True),
     "DRAConsumableCapacity": Gate(True, BETA),
     "DRADeviceBindingConditions": Gate(True, BETA),
+    DRA_DEVICE_TAINT_RULES: Gate(False, BETA, switchable=True),
     "DRADeviceTaints": Gate(True, BETA),
     "DRAExtendedResource": Gate(True, BETA),
     "DRANodeAllocatableResources": Gate(False, ALPHA),

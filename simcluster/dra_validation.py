@@ -1,10 +1,11 @@
-"""Defaulting and validation of resource.k8s.io/v1 objects, as the API server applies them.
+"""Defaulting and validation of resource.k8s.io objects, as the API server applies them.
 
 Covers what a scheduler and its tests rely on: request defaults (allocationMode ExactCount,
 count 1, toleration operator Equal), the required fields of claims, templates, classes and
 slices with the server's field paths, immutable claim and template specs, a pod's references to
 its claims, and the invariants of a claim's status (reservedFor needs an allocation; an
-allocation is never changed in place, only removed).
+allocation is never changed in place, only removed); slices through ``dra_slices``, and
+DeviceTaintRules (v1beta2) through ``dra_taint_rules``.
 CEL selectors are not compiled here: a bad expression is the allocator's error, as for a
 claim stored before a stricter server. The first error found is reported.
 """
@@ -27,6 +28,7 @@ from simcluster.dra_fields import (
     subdomain,
 )
 from simcluster.dra_slices import check_binding_conditions, slice_spec
+from simcluster.dra_taint_rules import taint_rule_spec
 from simcluster.errors import ApiError, invalid
 from simcluster.resources import ResourceType
 
@@ -233,6 +235,8 @@ def prepare(rt: ResourceType, obj: Obj, old: Obj | None = None) -> Obj:
             obj["spec"] = _class_spec(obj.get("spec"))
         elif rt.kind == "ResourceSlice":
             obj["spec"] = slice_spec(obj.get("spec"), old)
+        elif rt.kind == "DeviceTaintRule":
+            obj["spec"] = taint_rule_spec(obj.get("spec"), old)
     except FieldInvalid as error:
         raise _raise(rt, obj, error) from None
     return obj

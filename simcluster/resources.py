@@ -256,6 +256,8 @@ RESOURCES: tuple[ResourceType, ...] = (
         categories=("api-extensions",),
     ),
     _r("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False),
+    # beta and off by default on a real server (DRADeviceTaintRules); served here
+    _r("resource.k8s.io", "v1beta2", "devicetaintrules", "DeviceTaintRule", False, subresources=("status",)),
 )
 
 # Storage key of a resource: events exist in two groups but are one kind on a real server;

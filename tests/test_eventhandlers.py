@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from scheduler.api import MalformedObject, Node, Pod
-from scheduler.eventhandlers import NODE_DELETE, MalformedPods, NodeEvents, PodEvents
+from scheduler.eventhandlers import NODE_DELETE, DeviceTaintRuleEvents, MalformedPods, NodeEvents, PodEvents
+from scheduler.framework import ActionType, ClusterEvent
+from scheduler.framework.interface import RESOURCE_SLICE
 
 
 class Recorder:
@@ -131,3 +133,18 @@ def test_other_malformed_pods_are_left_to_the_log():
     ):
         handler.malformed("k", obj, error)
     assert (queue.calls, events.calls, status.calls, handler.get("k")) == ([], [], [], None)
+
+
+def test_every_change_of_a_device_taint_rule_is_a_resource_slice_update():
+    queue = Recorder()
+    events = DeviceTaintRuleEvents(queue, RESOURCE_SLICE)
+    rule = {"metadata": {"name": "r"}, "spec": {"taint": {"key": "k", "effect": "NoSchedule"}}}
+    events.on_add(rule)
+    events.on_update(rule, rule)
+    events.on_delete(rule)  # the taint goes: the devices may fit again
+    update = ClusterEvent(RESOURCE_SLICE, ActionType.UPDATE_OTHER, "ResourceSliceUpdate")
+    assert queue.calls == [
+        ("on_cluster_event", update, None, rule),
+        ("on_cluster_event", update, rule, rule),
+        ("on_cluster_event", update, rule, None),
+    ]

@@ -356,6 +356,17 @@ PLUGIN_KINDS: dict[str, tuple[str, Check]] = {
             )
         ),
     ),
+    "devicetaintrules": (
+        "DeviceTaintRule",
+        _kind(
+            fields(
+                {
+                    "deviceSelector": fields({"driver": string, "pool": string, "device": string}),
+                    "taint": fields({"key": string, "value": string, "effect": string}),
+                }
+            )
+        ),
+    ),
     "namespaces": ("Namespace", _kind()),
     "services": ("Service", _selector_kind(STRING_MAP)),
     "replicationcontrollers": ("ReplicationController", _selector_kind(STRING_MAP)),

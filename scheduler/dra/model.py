@@ -67,7 +67,7 @@ class Device:
     name: str
     attributes: Mapping[str, Any]  # qualified name -> the API's attribute value
     cel: CelDevice
-    taints: tuple[Mapping[str, Any], ...]
+    taints: tuple[Mapping[str, Any], ...]  # the slice's, then those of DeviceTaintRules
     slice: Slice
     capacity: Mapping[str, Capacity] = field(default_factory=dict)
     multiple: bool = False  # allowMultipleAllocations
@@ -82,6 +82,7 @@ class Device:
     raw_node_selector: Mapping[str, Any] | None = None
     matches: dict[str, bool] = field(default_factory=dict)
     fits: dict[Hashable, bool] = field(default_factory=dict)
+    own_taints: tuple[Mapping[str, Any], ...] = ()  # the slice's alone
 
 
 @dataclass(slots=True, eq=False)
@@ -194,13 +195,15 @@ def _device(raw: Mapping[str, Any], result: Slice) -> Device:
         for c in raw.get("consumesCounters") or ()
     )
     raw_selector = raw.get("nodeSelector")
+    taints = tuple(raw.get("taints") or ())
     return Device(
         id=(result.driver, result.pool, name),
         name=name,
         attributes=raw.get("attributes") or {},
         cel=_cel_device(result.driver, raw),
-        taints=tuple(raw.get("taints") or ()),
+        taints=taints,
         slice=result,
+        own_taints=taints,
         capacity=_capacity(raw),
         multiple=bool(raw.get("allowMultipleAllocations")),
         consumes=consumes,
@@ -501,19 +504,58 @@ def _duplicates(slices: Sequence[Slice]) -> str:
     return ""
 
 
+@dataclass(frozen=True, slots=True)
+class TaintRule:
+    """A DeviceTaintRule (DRADeviceTaintRules): its taint goes to every device of the driver,
+    pool and device name it names (each one left out matches any; no selector: every device)."""
+
+    driver: str | None
+    pool: str | None
+    device: str | None
+    taint: Mapping[str, Any]
+
+    @classmethod
+    def parse(cls, obj: Mapping[str, Any]) -> TaintRule:
+        spec = obj.get("spec") or {}
+        selector = spec.get("deviceSelector") or {}
+        taint = spec.get("taint") or {}
+        kept = {k: taint[k] for k in ("key", "value", "effect", "timeAdded") if taint.get(k) is not None}
+        return cls(selector.get("driver"), selector.get("pool"), selector.get("device"), kept)
+
+    def applies(self, s: Slice) -> bool:
+        return (self.driver is None or self.driver == s.driver) and (self.pool is None or self.pool == s.pool)
+
+
+def _apply_rules(s: Slice, rules: Sequence[TaintRule]) -> None:
+    """The devices' taints: the slice's own, then the rules' in the order the rules are listed."""
+    matching = [rule for rule in rules if rule.applies(s)]
+    for device in s.devices:
+        added = tuple(r.taint for r in matching if r.device is None or r.device == device.name)
+        device.taints = device.own_taints + added
+
+
 class SliceParser:
     """Parsed slices memoised by the identity of the informer's objects (each update is a new
-    object), so a selector's cached answers live exactly as long as the slice version."""
+    object), so a selector's cached answers live exactly as long as the slice version. The taints
+    of DeviceTaintRules are applied to the devices when a slice or the rules change."""
 
     def __init__(self) -> None:
         self._parsed: dict[int, tuple[Mapping[str, Any], Slice | None]] = {}
-        self._index: tuple[tuple[int, ...], SliceIndex] | None = None
+        self._index: tuple[tuple[int, ...], tuple[Mapping[str, Any], ...], SliceIndex] | None = None
+        self._rules: tuple[TaintRule, ...] = ()
         self.errors: dict[str, str] = {}  # slice name -> why it is left out, reported once
 
-    def index(self, objects: Sequence[Mapping[str, Any]]) -> SliceIndex:
+    def index(
+        self, objects: Sequence[Mapping[str, Any]], rules: Sequence[Mapping[str, Any]] = ()
+    ) -> SliceIndex:
         ids = tuple(map(id, objects))
-        if self._index is not None and self._index[0] == ids:
-            return self._index[1]
+        # the rules are kept themselves, not their ids: nothing else holds a deleted rule, and a
+        # new object could take its id
+        rules_changed = self._index is None or not _same_objects(self._index[1], rules)
+        if self._index is not None and self._index[0] == ids and not rules_changed:
+            return self._index[2]
+        if rules_changed:
+            self._rules = tuple(TaintRule.parse(rule) for rule in rules)
         parsed: dict[int, tuple[Mapping[str, Any], Slice | None]] = {}
         slices = []
         for obj in objects:
@@ -524,10 +566,19 @@ class SliceParser:
                 except SliceError as exc:
                     self.errors[str((obj.get("metadata") or {}).get("name"))] = str(exc)
                     known = (obj, None)
+                if known[1] is not None and self._rules and not rules_changed:
+                    _apply_rules(known[1], self._rules)
             parsed[id(obj)] = known
             if known[1] is not None:
                 slices.append(known[1])
+        if rules_changed:
+            for s in slices:
+                _apply_rules(s, self._rules)
         self._parsed = parsed
         index = SliceIndex(slices)
-        self._index = (ids, index)
+        self._index = (ids, tuple(rules), index)
         return index
+
+
+def _same_objects(known: Sequence[object], objects: Sequence[object]) -> bool:
+    return len(known) == len(objects) and all(a is b for a, b in zip(known, objects, strict=True))

@@ -106,7 +106,6 @@ BINDING_CONDITIONS_POLL = 5.0  # how often PreBind looks at the binding conditio
 
 _STATE_KEY = names.DYNAMIC_RESOURCES
 CLAIMS = "resourceclaims"
-SLICES = "resourceslices"
 CLASSES = "deviceclasses"
 
 
@@ -326,7 +325,7 @@ class DynamicResources:
                 return None, problem
         data.claims, data.available_on = claims, available_on
         if to_allocate:
-            index = self.shared.slices.index(self._handle.lister(SLICES).list())
+            index = self.shared.slice_index(self._handle)
             self._report_bad_slices()
             classes = self._handle.lister(CLASSES)
             allocated = data.allocated if data.allocated is not None else self.tracker.allocated_devices()

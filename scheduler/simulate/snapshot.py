@@ -65,6 +65,8 @@ KINDS: tuple[SnapshotKind, ...] = (
     SnapshotKind("resourceslices", "/apis/resource.k8s.io/v1/resourceslices", optional=True),
     SnapshotKind("resourceclaims", "/apis/resource.k8s.io/v1/resourceclaims", optional=True),
     SnapshotKind("resourceclaimtemplates", "/apis/resource.k8s.io/v1/resourceclaimtemplates", optional=True),
+    # beta, off by default on a real server; read by the scheduler with DRADeviceTaintRules
+    SnapshotKind("devicetaintrules", "/apis/resource.k8s.io/v1beta2/devicetaintrules", optional=True),
 )
 
 

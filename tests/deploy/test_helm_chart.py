@@ -30,7 +30,11 @@ CI_VALUES = sorted(p.name for p in (CHART / "ci").glob("*-values.yaml"))
 # Exactly what the scheduler calls on the API (see the comments in templates/clusterrole.yaml).
 # DynamicResources: upstream's kube-scheduler grants for resource.k8s.io, DRAExtendedResource's included.
 DRA_GRANTS = (
-    {("resource.k8s.io", r, v, "*") for r in ("deviceclasses", "resourceslices") for v in ("list", "watch")}
+    {
+        ("resource.k8s.io", r, v, "*")
+        for r in ("deviceclasses", "resourceslices", "devicetaintrules")
+        for v in ("list", "watch")
+    }
     | {
         ("resource.k8s.io", "resourceclaims", v, "*")
         for v in ("get", "list", "watch", "update", "patch", "create", "delete")

@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 import aiohttp
+import orjson
 import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.rest import ApiException
@@ -458,3 +459,92 @@ async def test_a_pods_bad_claim_references_are_refused(
         await core.create_namespaced_pod("default", claim_pod(claims, refs))
     status, text = error_of(caught.value)
     assert status == 422 and text.startswith('Pod "p" is invalid: ') and message in text
+
+
+# ---- DeviceTaintRule (resource.k8s.io/v1beta2) --------------------------------------------
+
+RULE_BAD = 'DeviceTaintRule.resource.k8s.io "r" is invalid: '
+
+
+def taint_rule(name: str = "r", selector: dict | None = None, **taint: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {"taint": {"key": "example.com/broken", "effect": "NoSchedule", **taint}}
+    if selector is not None:
+        spec["deviceSelector"] = selector
+    return {
+        "apiVersion": "resource.k8s.io/v1beta2",
+        "kind": "DeviceTaintRule",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+async def test_a_device_taint_rule_is_served_and_gets_the_servers_time(api_client: client.ApiClient) -> None:
+    beta = client.ResourceV1beta2Api(api_client)
+    rule = taint_rule(selector={"driver": "gpu.example.com", "pool": "node-1", "device": "gpu-0"})
+    created = await beta.create_device_taint_rule(rule)
+    assert created.spec.taint.time_added is not None
+    assert created.spec.device_selector.device == "gpu-0"
+    # a new effect without a new time gets the server's time again; the key alone keeps it
+    stamp = created.spec.taint.time_added
+    listed = await beta.list_device_taint_rule()
+    assert [r.metadata.name for r in listed.items] == ["r"]
+    status = {"status": {"conditions": []}}
+    await beta.patch_device_taint_rule_status("r", status)
+    assert (await beta.read_device_taint_rule("r")).spec.taint.time_added == stamp
+
+
+@pytest.mark.parametrize(
+    ("rule", "message"),
+    [
+        (
+            taint_rule(effect="PreferNoSchedule"),
+            'spec.taint.effect: Unsupported value: "PreferNoSchedule": '
+            'supported values: "NoExecute", "NoSchedule", "None"',
+        ),
+        (taint_rule(effect=""), "spec.taint.effect: Required value"),
+        (taint_rule(key=""), 'spec.taint.key: Invalid value: "": name part must be non-empty'),
+        (
+            taint_rule(key="Bad_Prefix/x"),
+            'spec.taint.key: Invalid value: "Bad_Prefix/x": prefix part a lowercase '
+            "RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
+            "start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+            "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+        ),
+        (
+            taint_rule(value="-bad"),
+            'spec.taint.value: Invalid value: "-bad": a valid label must be an empty string '
+            "or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+            "alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for "
+            "validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+        ),
+        (
+            taint_rule(selector={"device": "GPU_0"}),
+            'spec.deviceSelector.device: Invalid value: "GPU_0": a '
+            "lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
+            "start and end with an alphanumeric character",
+        ),
+        (taint_rule(selector={"pool": ""}), "spec.deviceSelector.pool: Required value"),
+    ],
+)
+async def test_a_bad_device_taint_rule_is_refused_with_the_servers_field_path(
+    api_client: client.ApiClient, rule: dict, message: str
+) -> None:
+    beta = client.ResourceV1beta2Api(api_client)
+    with pytest.raises(ApiException) as caught:
+        await beta.create_device_taint_rule(rule)
+    assert error_of(caught.value) == (422, RULE_BAD + message)
+
+
+async def test_changing_a_rules_effect_stamps_a_new_time(sim: SimCluster) -> None:
+    rules = sim.api.resource("devicetaintrules")
+
+    def replaced(obj: dict[str, Any], **taint: Any) -> dict[str, Any]:
+        body = {**obj, "spec": {"taint": {**obj["spec"]["taint"], **taint}}}
+        return orjson.loads(sim.api.update(rules, None, "r", body).raw)
+
+    created = await sim.create("devicetaintrules", taint_rule(timeAdded="2026-01-01T00:00:00Z"))
+    assert created["spec"]["taint"]["timeAdded"] == "2026-01-01T00:00:00Z"
+    kept = replaced(created, key="example.com/other")  # the key alone keeps the time
+    assert kept["spec"]["taint"]["timeAdded"] == "2026-01-01T00:00:00Z"
+    stamped = replaced(kept, effect="NoExecute")
+    assert stamped["spec"]["taint"]["timeAdded"] != "2026-01-01T00:00:00Z"

@@ -68,7 +68,6 @@ _DRA_SCORE_KEY = "PreScoreDRA" + names.NODE_RESOURCES_FIT
 REASON_TOO_MANY_PODS = "Too many pods"
 NOT_SIGNABLE = "signature disabled when dra extended resources are used in the cluster"
 CLASSES = "deviceclasses"
-SLICES = "resourceslices"
 _NEVER_SHORT = np.iinfo(np.int64).max
 _FIXED_REASONS = (
     REASON_TOO_MANY_PODS,
@@ -396,7 +395,7 @@ class Fit:
             if not served:
                 return None
             shared = shared_dra(self._handle)
-            index = shared.slices.index(self._handle.lister(SLICES).list())
+            index = shared.slice_index(self._handle)
         except KeyError:  # a handle without the DRA kinds: nothing is served by devices
             return None
         if self._class_devices is None:
