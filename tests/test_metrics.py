@@ -40,6 +40,7 @@ def touch_every_metric(m: SchedulerMetrics) -> None:
     m.observe_node_hint(True, "p", 0.00002)
     m.observe_store_results("p", 0.00002)
     m.resource_claim_created("success")
+    m.binding_conditions_waited("p", "success", 1.5, ["gpu.example.com"], ["gpu.example.com"])
 
 
 # (exposed family name, type, label names, bucket bounds or None)
@@ -81,6 +82,13 @@ EXPECTED = [
     ("scheduler_get_node_hint_duration_seconds", "histogram", {"hinted", "profile"}, (0.00001, 2, 12)),
     ("scheduler_store_schedule_results_duration_seconds", "histogram", {"profile"}, (0.00001, 2, 12)),
     ("scheduler_resourceclaim_creates", "counter", {"status"}, None),
+    ("scheduler_dra_bindingconditions_allocations", "counter", {"profile", "driver", "status"}, None),
+    (
+        "scheduler_dra_bindingconditions_wait_duration_seconds",
+        "histogram",
+        {"profile", "driver", "status"},
+        (0.1, 2, 14),
+    ),
     ("leader_election_master_status", "gauge", {"name"}, None),
     ("pyscheduler_build_info", "gauge", {"version", "python"}, None),
 ]
@@ -228,3 +236,24 @@ def test_exponential_buckets_multiply_from_the_start(args, expected):
 def test_exponential_buckets_refuse_degenerate_shapes(args):
     with pytest.raises(ValueError):
         exponential_buckets(*args)
+
+
+def test_a_binding_conditions_wait_is_timed_per_device_and_counted_per_conditioned_device():
+    m = SchedulerMetrics()
+    # two devices of two drivers were allocated; only the fabric one had binding conditions
+    m.binding_conditions_waited(
+        "p", "timeout", 600.0, ["gpu.example.com", "fabric.example.com"], ["fabric.example.com"]
+    )
+    got = {
+        (s.name, s.labels.get("driver"), s.labels.get("status")): s.value
+        for f in families(m).values()
+        for s in f.samples
+        if s.name.startswith("scheduler_dra_bindingconditions") and not s.name.endswith("_bucket")
+    }
+    assert got == {
+        ("scheduler_dra_bindingconditions_wait_duration_seconds_count", "gpu.example.com", "timeout"): 1.0,
+        ("scheduler_dra_bindingconditions_wait_duration_seconds_sum", "gpu.example.com", "timeout"): 600.0,
+        ("scheduler_dra_bindingconditions_wait_duration_seconds_count", "fabric.example.com", "timeout"): 1.0,
+        ("scheduler_dra_bindingconditions_wait_duration_seconds_sum", "fabric.example.com", "timeout"): 600.0,
+        ("scheduler_dra_bindingconditions_allocations_total", "fabric.example.com", "timeout"): 1.0,
+    }

@@ -395,6 +395,18 @@ class PluginMetrics(Protocol):
     def resource_claim_created(self, status: str) -> None:
         """One ResourceClaim creation request (``success``/``failure``): DRAExtendedResource's."""
 
+    def binding_conditions_waited(
+        self,
+        profile: str,
+        status: str,
+        seconds: float,
+        allocated_drivers: Iterable[str],
+        conditioned_drivers: Iterable[str],
+    ) -> None:
+        """DynamicResources' PreBind waited ``seconds`` for binding conditions (DRADeviceBinding-
+        Conditions) with ``status`` success, failure, timeout or error: the drivers of every
+        device the pod's claims got, and of those that have binding conditions."""
+
 
 class ExtenderFilterResult(Protocol):
     """What an extender's filter call decided."""

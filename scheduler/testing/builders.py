@@ -354,6 +354,8 @@ class RecordedMetrics:
         self.preemptions: list[int | None] = []
         self.deferred_victims: list[int] = []  # victims of pod groups' preemptions, when evicted
         self.claim_creates: list[str] = []  # ResourceClaim creations by status
+        # PreBind's waits for binding conditions: (profile, status, seconds, drivers, with conditions)
+        self.binding_waits: list[tuple[str, str, float, list[str], list[str]]] = []
         self.groups = RecordedGroupMetrics()
 
     def observe_preemption(self, victims: int | None) -> None:
@@ -364,6 +366,18 @@ class RecordedMetrics:
 
     def resource_claim_created(self, status: str) -> None:
         self.claim_creates.append(status)
+
+    def binding_conditions_waited(
+        self,
+        profile: str,
+        status: str,
+        seconds: float,
+        allocated_drivers: Iterable[str],
+        conditioned_drivers: Iterable[str],
+    ) -> None:
+        self.binding_waits.append(
+            (profile, status, seconds, list(allocated_drivers), list(conditioned_drivers))
+        )
 
     def pod_groups(self) -> RecordedGroupMetrics:
         return self.groups
