@@ -8,9 +8,10 @@ The environment is upstream's: ``device.driver``, ``device.allowMultipleAllocati
 ``device.attributes[domain][id]`` (int, bool, string or semver) and ``device.capacity[domain][id]``
 (quantities), with the Kubernetes ``quantity``/``semver`` libraries, the strings extension,
 ``cel.bind``, optional types, and Kubernetes' list (isSorted/sum/min/max/indexOf/lastIndexOf),
-sets and regex (find/findAll, with Python's regular expressions) functions. Not there yet:
-ip/cidr/url/format and the cel-go list extension (sort, flatten, ...), two-variable
-comprehensions. The runtime cannot hold
+sets and regex (find/findAll, on RE2 as Go's regexp: ``scheduler.dra.regex``) functions, and
+two-variable comprehensions (all, exists, existsOne, transformList; not transformMap and
+transformMapEntry, whose runtime helper this binding lacks). Not there yet: the cel-go list
+extension (sort, flatten, ...). The runtime cannot hold
 foreign values, so a quantity is a one-entry map ``{"__quantity__": canonical}`` and a semver
 ``{"__semver__": text}``: CEL equality on them is then semantic equality, and the library
 functions below are member overloads on such maps. As upstream, a domain the device does not have
@@ -37,6 +38,7 @@ from typing import Any
 from cel_expr_python import cel
 
 from scheduler.api.quantity import QuantityError, parse_quantity
+from scheduler.dra import regex
 
 QUANTITY_KEY = "__quantity__"
 SEMVER_KEY = "__semver__"
@@ -48,7 +50,11 @@ MAX_COST = 1_000_000
 # one of its maps (or a list literal of the expression) iterates, for the cost estimate.
 _MAX_ITERATIONS = 32
 _RANGE_OF_DYN = "cannot be the range of a comprehension"
-_COMPREHENSION = re.compile(r"\.\s*(?:all|exists_one|exists|map|filter)\s*\(")
+_COMPREHENSION = re.compile(
+    r"\.\s*(?:all|exists_one|existsOne|exists|map|filter|transformList|transformMapEntry|transformMap)\s*\("
+)
+TWO_VARIABLE_COMPREHENSIONS = 'extensions:\n  - name: "two-var-comprehensions"\n'
+
 _STRING_LITERAL = re.compile(r"""(?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)')""")
 _SEMVER = re.compile(
     r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
@@ -170,16 +176,6 @@ def _extreme(pick: Any, name: str) -> Any:
     return extreme
 
 
-def _find(text: str, pattern: str) -> str:
-    match = re.search(pattern, text)
-    return match.group(0) if match else ""
-
-
-def _find_all(text: str, pattern: str, limit: int = -1) -> list[str]:
-    found = [m.group(0) for m in re.finditer(pattern, text)]
-    return found if limit < 0 else found[:limit]
-
-
 def _version_part(index: int) -> Any:
     def part(value: Mapping[str, str]) -> int:
         return int(_semver_key(value)[index])
@@ -242,12 +238,12 @@ def _functions() -> list[Any]:
             "sets.intersects",
             [_overload("k8s_sets_intersects", b, [dyns, dyns], lambda a, c: any(x in a for x in c))],
         ),
-        decl("find", [_overload("k8s_find", s, [s, s], _find, True)]),
+        decl("find", [_overload("k8s_find", s, [s, s], regex.find, True)]),
         decl(
             "findAll",
             [
-                _overload("k8s_find_all", _T.List(s), [s, s], _find_all, True),
-                _overload("k8s_find_all_n", _T.List(s), [s, s, i], _find_all, True),
+                _overload("k8s_find_all", _T.List(s), [s, s], regex.find_all, True),
+                _overload("k8s_find_all_n", _T.List(s), [s, s, i], regex.find_all, True),
             ],
         ),
         decl("compareTo", [_overload("dra_compare_to", i, [v, v], _compare, True)]),
@@ -331,6 +327,8 @@ def _env() -> Any:
     from cel_expr_python.ext.ext_strings import ExtStrings
 
     return cel.NewEnv(
+        # two-variable comprehensions (all, exists, existsOne, transformList) come by config only
+        config=cel.NewEnvConfigFromYaml(TWO_VARIABLE_COMPREHENSIONS),
         variables={"device": _T.DYN},
         extensions=[ExtStrings(2), _list_positions(), ExtBindings(), ExtOptional()],
         functions=_functions(),
@@ -467,6 +465,9 @@ def _detail(exc: Exception) -> str:
     # upstream's (cel-go's) wording for what this runtime words otherwise
     text = re.sub(r"^No matching overloads found : .*$", "no such overload", text)
     text = re.sub(r"^divide by zero$", "division by zero", text)
+    invalid = re.match(r"^invalid regular expression: (.*)$", text, re.DOTALL)
+    if invalid:  # ``matches`` runs on the runtime's own RE2: Go's words for its errors
+        return regex.error_parsing(invalid.group(1))
     return re.sub(r'^Key not found in map : "(.*)"$', r"no such key: \1", text)
 
 
