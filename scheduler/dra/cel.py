@@ -8,7 +8,8 @@ The environment is upstream's: ``device.driver``, ``device.allowMultipleAllocati
 ``device.attributes[domain][id]`` (int, bool, string or semver) and ``device.capacity[domain][id]``
 (quantities), with the Kubernetes ``quantity``/``semver`` libraries, the strings extension,
 ``cel.bind``, optional types, and Kubernetes' list (isSorted/sum/min/max/indexOf/lastIndexOf),
-sets and regex (find/findAll, on RE2 as Go's regexp: ``scheduler.dra.regex``) functions, and
+sets, regex (find/findAll, on RE2 as Go's regexp: ``scheduler.dra.regex``) and ip/cidr/url
+(``scheduler.dra.network``) functions, and
 two-variable comprehensions (all, exists, existsOne, transformList; not transformMap and
 transformMapEntry, whose runtime helper this binding lacks). Not there yet: the cel-go list
 extension (sort, flatten, ...). The runtime cannot hold
@@ -38,7 +39,7 @@ from typing import Any
 from cel_expr_python import cel
 
 from scheduler.api.quantity import QuantityError, parse_quantity
-from scheduler.dra import regex
+from scheduler.dra import network, regex
 
 QUANTITY_KEY = "__quantity__"
 SEMVER_KEY = "__semver__"
@@ -287,10 +288,83 @@ def _functions() -> list[Any]:
                 _overload("dra_sub_int", v, [v, i], lambda a, c: _quantity_of(_as_quantity(a) - c), True),
             ],
         ),
+        *_network_functions(),
         decl("major", [_overload("dra_major", i, [v], _version_part(0), True)]),
         decl("minor", [_overload("dra_minor", i, [v], _version_part(1), True)]),
         decl("patch", [_overload("dra_patch", i, [v], _version_part(2), True)]),
     ]
+
+
+def _network_functions() -> list[Any]:
+    """Kubernetes' ip, cidr and url libraries (``scheduler.dra.network``)."""
+    decl = cel.FunctionDecl
+    v, s, i, b = _VALUE, _T.STRING, _T.INT, _T.BOOL
+    member = [
+        ("family", "ip_family", i, network.family),
+        ("isUnspecified", "ip_is_unspecified", b, network.is_unspecified),
+        ("isLoopback", "ip_is_loopback", b, network.is_loopback),
+        ("isLinkLocalMulticast", "ip_is_link_local_multicast", b, network.is_link_local_multicast),
+        ("isLinkLocalUnicast", "ip_is_link_local_unicast", b, network.is_link_local_unicast),
+        ("isGlobalUnicast", "ip_is_global_unicast", b, network.is_global_unicast),
+        ("prefixLength", "cidr_prefix_length", i, network.prefix_length),
+        ("masked", "cidr_masked", v, network.masked),
+        ("getScheme", "url_get_scheme", s, network.get_scheme),
+        ("getHost", "url_get_host", s, network.get_host),
+        ("getHostname", "url_get_hostname", s, network.get_hostname),
+        ("getPort", "url_get_port", s, network.get_port),
+        ("getEscapedPath", "url_get_escaped_path", s, network.get_escaped_path),
+        ("getQuery", "url_get_query", _T.Map(s, _T.List(s)), network.get_query),
+    ]
+    plain = [
+        ("isIP", "is_ip", b, network.is_ip),
+        ("ip.isCanonical", "ip_is_canonical", b, network.is_canonical),
+        ("cidr", "string_to_cidr", v, network.cidr),
+        ("isCIDR", "is_cidr", b, network.is_cidr),
+        ("url", "string_to_url", v, network.url),
+        ("isURL", "is_url_string", b, network.is_url),
+    ]
+    return [
+        *(decl(name, [_overload(oid, result, [v], impl, True)]) for name, oid, result, impl in member),
+        *(decl(name, [_overload(oid, result, [s], impl)]) for name, oid, result, impl in plain),
+        decl(
+            "ip",
+            [
+                _overload("string_to_ip", v, [s], network.ip),
+                _overload("cidr_ip", v, [v], network.cidr_ip, True),
+            ],
+        ),
+        decl(
+            "containsIP",
+            [
+                _overload("cidr_contains_ip_string", b, [v, s], network.contains_ip, True),
+                _overload("cidr_contains_ip_ip", b, [v, v], network.contains_ip, True),
+            ],
+        ),
+        decl(
+            "containsCIDR",
+            [
+                _overload("cidr_contains_cidr_string", b, [v, s], network.contains_cidr, True),
+                _overload("cidr_contains_cidr", b, [v, v], network.contains_cidr, True),
+            ],
+        ),
+    ]
+
+
+def _to_string(value: Mapping[str, str]) -> str:
+    """``string(ip)``, ``string(cidr)``: the canonical text."""
+    for key in (network.IP_KEY, network.CIDR_KEY):
+        if key in value:
+            return value[key]
+    raise ValueError("no such overload")
+
+
+def _network_strings() -> Any:
+    """``string()`` of an IP or CIDR: as an extension, the runtime adds the overload to the
+    standard ``string`` (declared as a plain function, the name would clash)."""
+    return cel.CelExtension(
+        "k8s_network_strings",
+        [cel.FunctionDecl("string", [_overload("ip_to_string", _T.STRING, [_VALUE], _to_string)])],
+    )
 
 
 # Upstream's base environment has the strings extension (version 2), bindings (cel.bind) and
@@ -330,7 +404,7 @@ def _env() -> Any:
         # two-variable comprehensions (all, exists, existsOne, transformList) come by config only
         config=cel.NewEnvConfigFromYaml(TWO_VARIABLE_COMPREHENSIONS),
         variables={"device": _T.DYN},
-        extensions=[ExtStrings(2), _list_positions(), ExtBindings(), ExtOptional()],
+        extensions=[ExtStrings(2), _list_positions(), _network_strings(), ExtBindings(), ExtOptional()],
         functions=_functions(),
     )
 
@@ -459,7 +533,7 @@ def _with_empty_domains(
 
 def _detail(exc: Exception) -> str:
     text = str(exc)
-    for prefix in ("INVALID_ARGUMENT: ", "UNKNOWN: ", "NOT_FOUND: "):
+    for prefix in ("INVALID_ARGUMENT: ", "UNKNOWN: ", "NOT_FOUND: ", "OUT_OF_RANGE: "):
         text = text.removeprefix(prefix)
     text = re.sub(r"\s*\[[A-Z_]+\]$", "", text)
     # upstream's (cel-go's) wording for what this runtime words otherwise
