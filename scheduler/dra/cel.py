@@ -20,10 +20,10 @@ reads as an empty map (for the domains the expression names as string literals, 
 driver's); an id it does not have is a runtime error, worded as cel-go words it.
 
 Every expression is compiled once (``SelectorCache``), a compile error or a runtime error belongs
-to the claim or class that holds the selector (``CelError``), never to the scheduler, and an
-expression longer than upstream's limit or whose comprehensions could run longer than upstream's
-cost budget is refused before it runs (this runtime does not count the cost while it runs, as
-cel-go does).
+to the claim or class that holds the selector (``CelError``), never to the scheduler. As
+upstream's, an evaluation stops once it has cost more than CELSelectorExpressionMaxCost
+(``scheduler.dra.cost`` charges each comprehension iteration as it runs); an expression longer
+than the API server's limit is refused.
 """
 
 from __future__ import annotations
@@ -39,21 +39,17 @@ from typing import Any
 from cel_expr_python import cel
 
 from scheduler.api.quantity import QuantityError, parse_quantity
-from scheduler.dra import network, regex
+from scheduler.dra import cost, network, regex
 
 QUANTITY_KEY = "__quantity__"
 SEMVER_KEY = "__semver__"
 
-# Upstream's CELSelectorExpressionMaxLength and CELSelectorExpressionMaxCost.
+# Upstream's CELSelectorExpressionMaxLength and CELSelectorExpressionMaxCost (the runtime limit).
 MAX_EXPRESSION_LENGTH = 10 * 1024
 MAX_COST = 1_000_000
-# A device has at most 32 attributes and capacities in all: the most any comprehension over
-# one of its maps (or a list literal of the expression) iterates, for the cost estimate.
-_MAX_ITERATIONS = 32
 _RANGE_OF_DYN = "cannot be the range of a comprehension"
-_COMPREHENSION = re.compile(
-    r"\.\s*(?:all|exists_one|existsOne|exists|map|filter|transformList|transformMapEntry|transformMap)\s*\("
-)
+# the cost of the evaluation under way, charged by instrumented comprehensions
+_BUDGET = cost.Budget()
 TWO_VARIABLE_COMPREHENSIONS = 'extensions:\n  - name: "two-var-comprehensions"\n'
 
 _STRING_LITERAL = re.compile(r"""(?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)')""")
@@ -289,6 +285,7 @@ def _functions() -> list[Any]:
             ],
         ),
         *_network_functions(),
+        decl(cost.COST_FUNCTION, [_overload("dra_cost", b, [i, b], _BUDGET.charge)]),
         decl("major", [_overload("dra_major", i, [v], _version_part(0), True)]),
         decl("minor", [_overload("dra_minor", i, [v], _version_part(1), True)]),
         decl("patch", [_overload("dra_patch", i, [v], _version_part(2), True)]),
@@ -422,55 +419,10 @@ class CelDevice:
     allow_multiple_allocations: bool = False
 
 
-def estimated_cost(expression: str) -> int:
-    """A bound on the work an expression can do: its size, times the iterations of its nested
-    comprehensions (each over a list literal's elements, else at most a device's 32 attributes
-    or capacities)."""
-    text = _STRING_LITERAL.sub('""', expression)
-    factor = deepest = 1
-    pos = 0
-    stack: list[int] = []  # per open parenthesis: the iterations it multiplies by
-    for match in re.finditer(r"[()]", text):
-        if match.group() == "(":
-            found = _COMPREHENSION.search(text, pos, match.end())
-            iterations = _range_size(text, found.start()) if found else 1
-            stack.append(iterations)
-            factor *= iterations
-            deepest = max(deepest, factor)
-        elif stack:
-            factor //= stack.pop()
-        pos = match.end()
-    return len(expression) * deepest
-
-
-def _range_size(text: str, dot: int) -> int:
-    """How many elements the range ending before ``text[dot]`` has: a list literal's count."""
-    end = len(text[:dot].rstrip()) - 1
-    if end < 0 or text[end] != "]":
-        return _MAX_ITERATIONS
-    depth, commas, start = 0, 0, end
-    while start >= 0:
-        char = text[start]
-        if char in "])":
-            depth += 1
-        elif char in "[(":
-            depth -= 1
-            if depth == 0:
-                break
-        elif char == "," and depth == 1:
-            commas += 1
-        start -= 1
-    before = text[:start].rstrip()
-    if start < 0 or (before and (before[-1].isalnum() or before[-1] in "_)]\"'")):
-        return _MAX_ITERATIONS  # an index, not a list literal
-    empty = not text[start + 1 : end].strip()
-    return 1 if empty else commas + 1
-
-
 class Selector:
     """One compiled expression; ``matches`` raises CelError with upstream's detail."""
 
-    __slots__ = ("_domains", "_program", "expression")
+    __slots__ = ("_domains", "_program", "_upfront", "expression")
 
     def __init__(self, expression: str) -> None:
         self.expression = expression
@@ -478,8 +430,6 @@ class Selector:
             raise CelError(
                 f"compilation failed: expression too long ({len(expression)} > {MAX_EXPRESSION_LENGTH})"
             )
-        if estimated_cost(expression) > MAX_COST:
-            raise CelError("compilation failed: estimated cost exceeds the budget of a device selector")
         try:
             self._program = _env().compile(expression)
         except RuntimeError as exc:
@@ -494,6 +444,12 @@ class Selector:
         result = self._program.return_type().name().lower()
         if result not in ("bool", "dyn"):
             raise CelError(f"must evaluate to bool or the unknown type, not {result}")
+        # comprehensions pay per iteration (scheduler.dra.cost); None: bounded by the size
+        self._upfront: int | None = None
+        charged = cost.instrumented(self._program.serialize())
+        if charged is not None:
+            self._program = _env().deserialize(charged[0])
+            self._upfront = charged[1]
         # The domains a lookup may name: they read as empty maps on devices without them.
         self._domains = frozenset(a or b for a, b in _STRING_LITERAL.findall(expression))
 
@@ -507,9 +463,15 @@ class Selector:
             }
         }
         try:
+            if self._upfront is not None:
+                _BUDGET.start(MAX_COST, self._upfront)
             value = self._program.eval(data=data)
+        except cost.BudgetExceeded as exc:
+            raise CelError(str(exc)) from None
         except RuntimeError as exc:
             raise CelError(_detail(exc)) from None
+        if self._upfront is not None and _BUDGET.left < 0:  # even where || or && absorbed it
+            raise CelError(cost.EXCEEDED)
         kind = value.type().name().lower()
         if kind == "bool":
             return bool(value.value())
@@ -533,7 +495,7 @@ def _with_empty_domains(
 
 def _detail(exc: Exception) -> str:
     text = str(exc)
-    for prefix in ("INVALID_ARGUMENT: ", "UNKNOWN: ", "NOT_FOUND: ", "OUT_OF_RANGE: "):
+    for prefix in ("INVALID_ARGUMENT: ", "UNKNOWN: ", "NOT_FOUND: ", "OUT_OF_RANGE: ", "INTERNAL: "):
         text = text.removeprefix(prefix)
     text = re.sub(r"\s*\[[A-Z_]+\]$", "", text)
     # upstream's (cel-go's) wording for what this runtime words otherwise
