@@ -39,7 +39,7 @@ from typing import Any
 from cel_expr_python import cel
 
 from scheduler.api.quantity import QuantityError, parse_quantity
-from scheduler.dra import cost, network, regex
+from scheduler.dra import checked, cost, network, regex
 
 QUANTITY_KEY = "__quantity__"
 SEMVER_KEY = "__semver__"
@@ -444,9 +444,13 @@ class Selector:
         result = self._program.return_type().name().lower()
         if result not in ("bool", "dyn"):
             raise CelError(f"must evaluate to bool or the unknown type, not {result}")
+        serialized = self._program.serialize()
+        refused = _regex_literal_error(checked.Program.parse(serialized), expression)
+        if refused:
+            raise CelError(refused)
         # comprehensions pay per iteration (scheduler.dra.cost); None: bounded by the size
         self._upfront: int | None = None
-        charged = cost.instrumented(self._program.serialize())
+        charged = cost.instrumented(serialized)
         if charged is not None:
             self._program = _env().deserialize(charged[0])
             self._upfront = charged[1]
@@ -478,6 +482,28 @@ class Selector:
         if kind == "error":
             raise CelError(_detail(Exception(str(value.value()))))
         raise CelError(f"CEL result of type {kind} could not be converted to bool")
+
+
+def _regex_literal_error(program: checked.Program, expression: str) -> str:
+    """What cel-go says of bad literal patterns before anything runs: ``matches`` at compile
+    time (its regex validator, which reads the first argument: the pattern of a member call,
+    the text of a global one) and ``find``/``findAll`` when the program is planned (their regex
+    optimisation); "" when there are none."""
+    issues, planned = [], ""
+    lines = expression.split("\n")
+    for function, node, problem in checked.literal_errors(program, regex.problem):
+        if problem is None:
+            continue
+        if function == "matches":
+            line, column = program.location(node)
+            shown = lines[line - 1] if line <= len(lines) else ""
+            where = f"ERROR: <input>:{line}:{column}: invalid matches argument"
+            issues.append((line, column, f"{where}\n | {shown}\n | {'.' * (column - 1)}^"))
+        elif function in ("find", "findAll") and not planned:
+            planned = f"program instantiation failed: {problem}"
+    if issues:
+        return "compilation failed: " + "\n".join(text for _, _, text in sorted(issues))
+    return planned
 
 
 def _with_empty_domains(

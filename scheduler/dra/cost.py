@@ -18,29 +18,15 @@ iteration (~1 µs here).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
+
+from scheduler.dra import checked
 
 COST_FUNCTION = "@dra_cost"
 EXCEEDED = "operation cancelled: actual cost limit exceeded"
 LIST_COST = 10  # cel-go's common.ListCreateBaseCost
 MAP_COST = 30  # cel-go's common.MapCreateBaseCost
 STRUCT_COST = 40  # cel-go's common.StructCreateBaseCost
-
-# cel.expr.Expr's fields, and those of the messages inside it
-_ID, _CONST, _IDENT, _SELECT, _CALL, _LIST, _STRUCT, _COMPREHENSION = 2, 3, 4, 5, 6, 7, 8, 9
-_SELECT_OPERAND = 1
-_CALL_TARGET, _CALL_FUNCTION, _CALL_ARGS = 1, 2, 3
-_LIST_ELEMENTS = 1
-_STRUCT_NAME, _STRUCT_ENTRIES = 1, 2
-_ENTRY_KEY, _ENTRY_VALUE = 3, 4
-_RANGE, _ACCU_INIT, _CONDITION, _STEP, _RESULT = 2, 4, 5, 6, 7
-_CONST_INT64 = 3
-_CHECKED_EXPR = 4  # CheckedExpr.expr
-_PARSED_EXPR = 2  # ParsedExpr.expr
-_ANY_TYPE_URL, _ANY_VALUE = 1, 2  # google.protobuf.Any
-_VARINT, _BYTES = 0, 2
-_FIXED = {1: 8, 5: 4}  # wire type -> size
 
 
 class BudgetExceeded(ValueError):
@@ -68,95 +54,36 @@ class Budget:
         return condition
 
 
-# ------------------------------------------------------------------ protobuf wire format
-
-Field = tuple[int, int, int | bytes]  # number, wire type, value
-
-
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return value, pos
-
-
-def _encode_varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        low, value = value & 0x7F, value >> 7
-        out.append(low | 0x80 if value else low)
-        if not value:
-            return bytes(out)
-
-
-def _fields(data: bytes) -> list[Field]:
-    found: list[Field] = []
-    pos = 0
-    while pos < len(data):
-        key, pos = _varint(data, pos)
-        number, wire = key >> 3, key & 7
-        value: int | bytes
-        if wire == _VARINT:
-            value, pos = _varint(data, pos)
-        elif wire == _BYTES:
-            size, pos = _varint(data, pos)
-            value, pos = data[pos : pos + size], pos + size
-        else:
-            size = _FIXED[wire]
-            value, pos = data[pos : pos + size], pos + size
-        found.append((number, wire, value))
-    return found
-
-
-def _encode(fields: list[Field]) -> bytes:
-    out = bytearray()
-    for number, wire, value in fields:
-        out += _encode_varint(number << 3 | wire)
-        if isinstance(value, int):
-            out += _encode_varint(value)
-        elif wire == _BYTES:
-            out += _encode_varint(len(value)) + value
-        else:
-            out += value
-    return bytes(out)
-
-
-def _children(fields: list[Field], numbers: tuple[int, ...]) -> Iterator[bytes]:
-    for number, wire, value in fields:
-        if number in numbers and wire == _BYTES and isinstance(value, bytes):
-            yield value
-
-
 # ------------------------------------------------------------------ costs and instrumentation
+
+# what building a node costs, besides the Exprs inside it
+_OWN_COST = {checked.IDENT: 1, checked.SELECT: 1, checked.CALL: 1, checked.LIST: LIST_COST}
+
+
+def _inner(message: bytes, numbers: tuple[int, ...]) -> list[bytes]:
+    return list(checked.children(checked.fields(message), numbers))
 
 
 def cost_once(expr: bytes) -> int:
     """What evaluating ``expr`` costs, comprehensions' loop bodies left out (they are charged
     per iteration)."""
     total = 0
-    for number, _, value in _fields(expr):
+    for number, _, value in checked.fields(expr):
         if not isinstance(value, bytes):
             continue
-        if number in (_IDENT,):
+        if number == checked.IDENT:
             total += 1
-        elif number == _SELECT:
-            total += 1 + sum(cost_once(e) for e in _children(_fields(value), (_SELECT_OPERAND,)))
-        elif number == _CALL:
-            total += 1 + sum(cost_once(e) for e in _children(_fields(value), (_CALL_TARGET, _CALL_ARGS)))
-        elif number == _LIST:
-            total += LIST_COST + sum(cost_once(e) for e in _children(_fields(value), (_LIST_ELEMENTS,)))
-        elif number == _STRUCT:
-            parts = _fields(value)
-            is_map = not any(n == _STRUCT_NAME for n, _, _ in parts)
+        elif number in (checked.SELECT, checked.CALL, checked.LIST):
+            total += _OWN_COST[number] + sum(cost_once(e) for e in _inner(value, checked.NESTED[number]))
+        elif number == checked.STRUCT:
+            parts = checked.fields(value)
+            is_map = not any(n == checked.STRUCT_NAME for n, _, _ in parts)
             total += MAP_COST if is_map else STRUCT_COST
-            for entry in _children(parts, (_STRUCT_ENTRIES,)):
-                total += sum(cost_once(e) for e in _children(_fields(entry), (_ENTRY_KEY, _ENTRY_VALUE)))
-        elif number == _COMPREHENSION:
-            total += sum(cost_once(e) for e in _children(_fields(value), (_RANGE, _ACCU_INIT, _RESULT)))
+            for entry in checked.children(parts, (checked.STRUCT_ENTRIES,)):
+                total += sum(cost_once(e) for e in _inner(entry, (checked.ENTRY_KEY, checked.ENTRY_VALUE)))
+        elif number == checked.COMPREHENSION:
+            once = (checked.RANGE, checked.ACCU_INIT, checked.RESULT)
+            total += sum(cost_once(e) for e in _inner(value, once))
     return total
 
 
@@ -170,81 +97,74 @@ class _Ids:
 def _charged(condition: bytes, cost: int, ids: _Ids) -> bytes:
     """``@dra_cost(cost, condition)``, as an Expr with fresh ids."""
     ids.next += 2
-    constant = _encode([(_ID, _VARINT, ids.next), (_CONST, _BYTES, _encode([(_CONST_INT64, _VARINT, cost)]))])
-    call = _encode(
+    value = checked.encode([(checked.CONST_INT64, checked.VARINT, cost)])
+    constant = checked.encode([(checked.ID, checked.VARINT, ids.next), (checked.CONST, checked.BYTES, value)])
+    call = checked.encode(
         [
-            (_CALL_FUNCTION, _BYTES, COST_FUNCTION.encode()),
-            (_CALL_ARGS, _BYTES, constant),
-            (_CALL_ARGS, _BYTES, condition),
+            (checked.CALL_FUNCTION, checked.BYTES, COST_FUNCTION.encode()),
+            (checked.CALL_ARGS, checked.BYTES, constant),
+            (checked.CALL_ARGS, checked.BYTES, condition),
         ]
     )
-    return _encode([(_ID, _VARINT, ids.next + 1), (_CALL, _BYTES, call)])
+    return checked.encode([(checked.ID, checked.VARINT, ids.next + 1), (checked.CALL, checked.BYTES, call)])
 
 
-_NESTED = {
-    _SELECT: (_SELECT_OPERAND,),
-    _CALL: (_CALL_TARGET, _CALL_ARGS),
-    _LIST: (_LIST_ELEMENTS,),
-    _COMPREHENSION: (_RANGE, _ACCU_INIT, _CONDITION, _STEP, _RESULT),
-}
+def _instrument_all(message: bytes, numbers: tuple[int, ...], ids: _Ids) -> tuple[list[checked.Field], bool]:
+    """The fields of ``message``, the Exprs among them (``numbers``) instrumented."""
+    found = False
+    parts: list[checked.Field] = []
+    for number, wire, value in checked.fields(message):
+        if isinstance(value, bytes) and number in numbers:
+            value, nested = _instrument(value, ids)
+            found |= nested
+        parts.append((number, wire, value))
+    return parts, found
 
 
 def _instrument(expr: bytes, ids: _Ids) -> tuple[bytes, bool]:
     """``expr`` with its comprehensions charged per iteration; whether it has any."""
     found = False
-    out: list[Field] = []
-    for number, wire, value in _fields(expr):
-        if isinstance(value, bytes) and number in _NESTED:
-            parts: list[Field] = []
-            for inner_number, inner_wire, inner in _fields(value):
-                if isinstance(inner, bytes) and inner_number in _NESTED[number]:
-                    inner, nested = _instrument(inner, ids)
-                    found |= nested
-                parts.append((inner_number, inner_wire, inner))
-            if number == _COMPREHENSION:
+    out: list[checked.Field] = []
+    for number, wire, value in checked.fields(expr):
+        if isinstance(value, bytes) and number in checked.NESTED:
+            parts, found_inside = _instrument_all(value, checked.NESTED[number], ids)
+            found |= found_inside
+            if number == checked.COMPREHENSION:
                 found = True
-                body = [v for n, _, v in parts if n in (_CONDITION, _STEP) and isinstance(v, bytes)]
-                per_iteration = sum(cost_once(b) for b in body)
+                body = (checked.CONDITION, checked.STEP)
+                per_iteration = sum(cost_once(v) for n, _, v in parts if n in body and isinstance(v, bytes))
                 parts = [
-                    (n, w, _charged(v, per_iteration, ids) if n == _CONDITION and isinstance(v, bytes) else v)
+                    (
+                        n,
+                        w,
+                        _charged(v, per_iteration, ids)
+                        if n == checked.CONDITION and isinstance(v, bytes)
+                        else v,
+                    )
                     for n, w, v in parts
                 ]
-            value = _encode(parts)
-        elif isinstance(value, bytes) and number == _STRUCT:
-            entries: list[Field] = []
-            for inner_number, inner_wire, inner in _fields(value):
-                if inner_number == _STRUCT_ENTRIES and isinstance(inner, bytes):
-                    entry = []
-                    for n, w, v in _fields(inner):
-                        if n in (_ENTRY_KEY, _ENTRY_VALUE) and isinstance(v, bytes):
-                            v, nested = _instrument(v, ids)
-                            found |= nested
-                        entry.append((n, w, v))
-                    inner = _encode(entry)
+            value = checked.encode(parts)
+        elif isinstance(value, bytes) and number == checked.STRUCT:
+            entries: list[checked.Field] = []
+            for inner_number, inner_wire, inner in checked.fields(value):
+                if inner_number == checked.STRUCT_ENTRIES and isinstance(inner, bytes):
+                    entry, found_inside = _instrument_all(
+                        inner, (checked.ENTRY_KEY, checked.ENTRY_VALUE), ids
+                    )
+                    found |= found_inside
+                    inner = checked.encode(entry)
                 entries.append((inner_number, inner_wire, inner))
-            value = _encode(entries)
+            value = checked.encode(entries)
         out.append((number, wire, value))
-    return _encode(out), found
+    return checked.encode(out), found
 
 
 def instrumented(serialized: bytes) -> tuple[bytes, int] | None:
     """The serialized program with its comprehensions charged per iteration, and what the rest
     costs once; None when it has no comprehension (its cost is bounded by its size)."""
-    wrapper = _fields(serialized)
-    type_url = next(v for n, _, v in wrapper if n == _ANY_TYPE_URL)
-    assert isinstance(type_url, bytes)
-    # a checked expression holds its Expr in field 4, a parsed (unchecked) one in field 2
-    expr_field = _PARSED_EXPR if type_url.endswith(b".ParsedExpr") else _CHECKED_EXPR
-    at = next(i for i, (n, _, _) in enumerate(wrapper) if n == _ANY_VALUE)
-    program = wrapper[at][2]
-    assert isinstance(program, bytes)
-    parts = _fields(program)
-    where = next(i for i, (n, _, _) in enumerate(parts) if n == expr_field)
-    expr = parts[where][2]
-    assert isinstance(expr, bytes)
+    program = checked.Program.parse(serialized)
+    expr = program.expr
     new_expr, found = _instrument(expr, _Ids())
     if not found:
         return None
-    parts[where] = (expr_field, _BYTES, new_expr)
-    wrapper[at] = (_ANY_VALUE, _BYTES, _encode(parts))
-    return _encode(wrapper), cost_once(expr)
+    return program.with_expr(new_expr), cost_once(expr)

@@ -5,7 +5,8 @@ backreferences); Google's RE2 binding gives the same matches where Python's ``re
 (backreferences, lookarounds, possessive quantifiers, catastrophic backtracking). ``findAll``
 skips an empty match right after the previous match, as Go's does. Errors are worded as Go
 words them (``error parsing regexp: missing closing ]: `[```), behind the library's
-``Illegal regex:``; ``error_parsing`` rewords the runtime's own RE2 errors (``matches``) alike.
+``Illegal regex:``; ``error_parsing`` rewords the runtime's own RE2 errors (``matches``) alike,
+and ``problem`` tells what is wrong with a literal pattern before anything runs.
 """
 
 from __future__ import annotations
@@ -48,13 +49,31 @@ def error_parsing(re2_message: str) -> str:
 
 
 @functools.lru_cache(maxsize=_CACHED_PATTERNS)
-def _compiled(pattern: str) -> Any:
+def _re2(pattern: str) -> Any:
+    """RegexError with Go's message when the pattern is refused."""
     try:
         return re2.compile(pattern.encode(), options=_OPTIONS)
     except re2.error as exc:
         detail = exc.args[0] if exc.args else ""
         text = detail.decode(errors="replace") if isinstance(detail, bytes) else str(detail)
-        raise RegexError(f"Illegal regex: {error_parsing(text)}") from None
+        raise RegexError(error_parsing(text)) from None
+
+
+def problem(pattern: str) -> str | None:
+    """Why Go's regexp refuses ``pattern``, in its words; None when it compiles."""
+    try:
+        _re2(pattern)
+    except RegexError as exc:
+        return str(exc)
+    return None
+
+
+def _compiled(pattern: str) -> Any:
+    """The library's functions prefix their error (Kubernetes' ``Illegal regex:``)."""
+    try:
+        return _re2(pattern)
+    except RegexError as exc:
+        raise RegexError(f"Illegal regex: {exc}") from None
 
 
 def find(text: str, pattern: str) -> str:

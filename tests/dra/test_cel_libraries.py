@@ -43,30 +43,75 @@ def test_library_functions(expression: str, expected: bool) -> None:
     assert Selector(expression).matches(GPU) is expected
 
 
+PATTERNS = CelDevice(
+    "gpu.example.com",
+    {
+        "gpu.example.com": {
+            "model": "a100",
+            "bracket": "[",
+            "paren": "(a",
+            "stars": "a**",
+            "backref": "(a)\\1",
+        }
+    },
+    {},
+)
+
+
 @pytest.mark.parametrize(
     ("expression", "message"),
     [
-        # Go's regexp wording, after the library's own for find/findAll
-        ('"a".find("[") == ""', "Illegal regex: error parsing regexp: missing closing ]: `[`"),
-        ('"a".findAll("(a") == []', "Illegal regex: error parsing regexp: missing closing ): `(a`"),
+        # a pattern only known when it runs: Go's regexp wording, after the library's own
+        (f'"a".find({ATTRS}.bracket) == ""', "Illegal regex: error parsing regexp: missing closing ]: `[`"),
+        (f'"a".findAll({ATTRS}.paren) == []', "Illegal regex: error parsing regexp: missing closing ): `(a`"),
         (
-            '"a".find("a**") == ""',
+            f'"a".find({ATTRS}.stars) == ""',
             "Illegal regex: error parsing regexp: invalid nested repetition operator: `**`",
         ),
-        # RE2, as Go: no backreferences, no lookarounds
-        (r'"aa".find("(a)\\1") == ""', "Illegal regex: error parsing regexp: invalid escape sequence: `\\1`"),
+        # RE2, as Go: no backreferences
         (
-            '"a".find("*") == ""',
-            "Illegal regex: error parsing regexp: missing argument to repetition operator: `*`",
+            f'"aa".find({ATTRS}.backref) == ""',
+            "Illegal regex: error parsing regexp: invalid escape sequence: `\\1`",
         ),
         # matches, evaluated by the runtime's own RE2, with Go's wording too
-        (f'{ATTRS}.model.matches("[")', "error parsing regexp: missing closing ]: `[`"),
-        (f'{ATTRS}.model.matches("x{{2000}}")', "error parsing regexp: invalid repeat count: `{2000}`"),
+        (f'"a".matches({ATTRS}.bracket)', "error parsing regexp: missing closing ]: `[`"),
     ],
 )
-def test_regex_errors_are_worded_as_go_words_them(expression: str, message: str) -> None:
+def test_regex_errors_when_running_are_worded_as_go_words_them(expression: str, message: str) -> None:
     with pytest.raises(CelError) as caught:
-        Selector(expression).matches(GPU)
+        Selector(expression).matches(PATTERNS)
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        # cel-go's regex validator refuses a literal pattern of matches when compiling; the
+        # column is the literal's (52 on line 1, 54 on line 2 after two spaces)
+        (
+            f'{ATTRS}.model.matches("[")',
+            "compilation failed: ERROR: <input>:1:52: invalid matches argument\n"
+            f' | {ATTRS}.model.matches("[")\n'
+            " | " + "." * 51 + "^",
+        ),
+        (
+            f'{ATTRS}.model == "a" ||\n  {ATTRS}.model.matches("x{{2000}}")',
+            "compilation failed: ERROR: <input>:2:54: invalid matches argument\n"
+            f' |   {ATTRS}.model.matches("x{{2000}}")\n'
+            " | " + "." * 53 + "^",
+        ),
+        # find and findAll compile their literal pattern when the program is planned
+        ('"a".find("[") == ""', "program instantiation failed: error parsing regexp: missing closing ]: `[`"),
+        (
+            '"a".findAll("*") == []',
+            "program instantiation failed: error parsing regexp: missing argument to repetition "
+            "operator: `*`",
+        ),
+    ],
+)
+def test_bad_literal_patterns_are_refused_before_anything_runs(expression: str, message: str) -> None:
+    with pytest.raises(CelError) as caught:
+        Selector(expression)
     assert str(caught.value) == message
 
 
