@@ -4,8 +4,9 @@ The runtime holds no foreign values, so, as quantities in ``scheduler.dra.cel``,
 one-entry map ``{"__ip__": canonical}``, a CIDR ``{"__cidr__": "addr/bits"}`` (the address as
 given, host bits kept, as Go's netip.Prefix) and a URL ``{"__url__": text}``: CEL equality on
 them is equality of those values. IPs parse as Go's netip.ParseAddr (no zones, no IPv4-mapped
-IPv6, no leading zeros), URLs as Go's url.ParseRequestURI (an absolute URI or an absolute
-path); an error is worded as Go's behind the library's own prefix.
+IPv6, no leading zeros; Go's IPv4 and IPv6 field rules are followed for their messages), URLs as
+Go's url.ParseRequestURI (an absolute URI or an absolute path; its most common errors); an error
+is worded as Go's behind the library's own prefix.
 """
 
 from __future__ import annotations
@@ -37,26 +38,92 @@ class _ParseAddrError(ValueError):
         super().__init__(f"ParseAddr({_quote(text)}): {message}{where}")
 
 
-def _check_ipv4(text: str) -> None:
-    """Go's IPv4 field rules, for its messages (Python's parser says less)."""
+def _check_ipv4(text: str, whole: str = "") -> None:
+    """Go's IPv4 field rules, for its messages (Python's parser says less); ``whole``: the
+    IPv6 address ``text`` ends, which the messages name."""
+    named = whole or text
     value, fields, digits = 0, 0, 0
     for i, char in enumerate(text):
         if char.isdigit() and char.isascii():
             if digits == 1 and value == 0:
-                raise _ParseAddrError(text, "IPv4 field has octet with leading zero")
+                raise _ParseAddrError(named, "IPv4 field has octet with leading zero")
             value, digits = value * 10 + int(char), digits + 1
             if value > 255:
-                raise _ParseAddrError(text, "IPv4 field has value >255")
+                raise _ParseAddrError(named, "IPv4 field has value >255")
         elif char == ".":
             if i == 0 or i == len(text) - 1 or text[i - 1] == ".":
-                raise _ParseAddrError(text, "IPv4 field must have at least one digit", text[i:])
+                raise _ParseAddrError(named, "IPv4 field must have at least one digit", text[i:])
             if fields == 3:
-                raise _ParseAddrError(text, "IPv4 address too long")
+                raise _ParseAddrError(named, "IPv4 address too long")
             fields, value, digits = fields + 1, 0, 0
         else:
-            raise _ParseAddrError(text, "unexpected character", text[i:])
+            raise _ParseAddrError(named, "unexpected character", text[i:])
     if fields < 3:
-        raise _ParseAddrError(text, "IPv4 address too short")
+        raise _ParseAddrError(named, "IPv4 address too short")
+
+
+def _hex_group(s: str, text: str) -> tuple[int, int]:
+    """The value and length of the hex group ``s`` starts with (Go's rules and messages)."""
+    value = length = 0
+    for char in s:
+        digit = int(char, 16) if char in "0123456789abcdefABCDEF" else -1
+        if digit < 0:
+            break
+        value, length = value * 16 + digit, length + 1
+        if length > 4:
+            raise _ParseAddrError(text, "each group must have 4 or less digits", s)
+    if length == 0:
+        raise _ParseAddrError(text, "each colon-separated field must have at least one digit", s)
+    return value, length
+
+
+def _check_ipv6(text: str) -> None:
+    """Go's IPv6 rules, for its messages: 16 bytes of groups, at most one "::", an IPv4 tail
+    only in the last four bytes."""
+    s, _, zone = text.partition("%")
+    if "%" in text and not zone:
+        raise _ParseAddrError(text, "zone must be a non-empty string")
+    ellipsis, size = -1, 0
+    if s.startswith("::"):
+        ellipsis, s = 0, s[2:]
+        if not s:
+            return
+    while size < 16:
+        _, length = _hex_group(s, text)
+        if length < len(s) and s[length] == ".":
+            if ellipsis < 0 and size != 12:
+                raise _ParseAddrError(
+                    text, "embedded IPv4 address must replace the final 2 fields of the address", s
+                )
+            if size + 4 > 16:
+                raise _ParseAddrError(
+                    text, "too many hex fields to fit an embedded IPv4 at the end of the address", s
+                )
+            _check_ipv4(s, text)
+            size += 4
+            s = ""
+            break
+        size += 2
+        s = s[length:]
+        if not s:
+            break
+        if s[0] != ":":
+            raise _ParseAddrError(text, "unexpected character, want colon", s)
+        if len(s) == 1:
+            raise _ParseAddrError(text, "colon must be followed by more characters", s)
+        s = s[1:]
+        if s[0] == ":":
+            if ellipsis >= 0:
+                raise _ParseAddrError(text, "multiple :: in address", s)
+            ellipsis, s = size, s[1:]
+            if not s:
+                break
+    if s:
+        raise _ParseAddrError(text, "trailing garbage after address", s)
+    if size < 16 and ellipsis < 0:
+        raise _ParseAddrError(text, "address string too short")
+    if size == 16 and ellipsis >= 0:
+        raise _ParseAddrError(text, "the :: must expand to at least one field of zeros", s)
 
 
 def _parse_addr(text: str) -> Address:
@@ -68,10 +135,8 @@ def _parse_addr(text: str) -> Address:
         _check_ipv4(text)
         return ipaddress.IPv4Address(text)
     if first == ":":
-        try:
-            return ipaddress.IPv6Address(text)
-        except ValueError:
-            raise _ParseAddrError(text, "unable to parse IP") from None
+        _check_ipv6(text)
+        return ipaddress.IPv6Address(text)
     raise _ParseAddrError(text, "unable to parse IP")
 
 

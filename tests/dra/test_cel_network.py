@@ -91,6 +91,32 @@ def test_network_functions(expression: str) -> None:
             'IP Address "gpu" parse error during conversion from string: ParseAddr("gpu"): '
             "unable to parse IP",
         ),
+        # the library's own test cases' wording
+        (
+            'ip("192.168.0.1.0").family() == 4',
+            'IP Address "192.168.0.1.0" parse error during conversion from string: '
+            'ParseAddr("192.168.0.1.0"): IPv4 address too long',
+        ),
+        (
+            'ip("2001:db8:::68").family() == 6',
+            'IP Address "2001:db8:::68" parse error during conversion from string: '
+            'ParseAddr("2001:db8:::68"): each colon-separated field must have at least one digit (at ":68")',
+        ),
+        (
+            'cidr("192.168.0.0/").prefixLength() == 24',
+            "network address parse error during conversion from string: network address parse error during "
+            'conversion from string: netip.ParsePrefix("192.168.0.0/"): bad bits after slash: ""',
+        ),
+        (
+            'ip("1::2::3").family() == 6',
+            'IP Address "1::2::3" parse error during conversion from string: ParseAddr("1::2::3"): '
+            'multiple :: in address (at ":3")',
+        ),
+        (
+            'ip("1:2:3").family() == 6',
+            'IP Address "1:2:3" parse error during conversion from string: ParseAddr("1:2:3"): '
+            "address string too short",
+        ),
         ('ip("::ffff:1.2.3.4").family() == 4', 'IPv4-mapped IPv6 address "::ffff:1.2.3.4" is not allowed'),
         ('ip("fe80::1%eth0").family() == 6', 'IP address "fe80::1%eth0" with zone value is not allowed'),
         # the library wraps its own message once more, as upstream does
