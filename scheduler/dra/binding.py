@@ -10,7 +10,7 @@ DynamicResources' ``bindingTimeout`` and still not ready has timed out. Messages
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,6 +18,8 @@ from scheduler.dra.claims import allocation_of
 
 BINDING_TIMEOUT = "device binding timeout"
 BINDING_FAILED = "device binding failed"
+# how PreBind's wait ended, as upstream's binding-conditions metrics label it
+SUCCESS, FAILURE, TIMEOUT, ERROR = "success", "failure", "timeout", "error"
 _TIMESTAMP = "%Y-%m-%dT%H:%M:%SZ"
 
 
@@ -32,6 +34,19 @@ def _results(claim: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
 
 def has_binding_conditions(claim: Mapping[str, Any]) -> bool:
     return any(r.get("bindingConditions") for r in _results(claim))
+
+
+def device_drivers(claims: Iterable[Mapping[str, Any]]) -> tuple[list[str], list[str]]:
+    """The driver of every device the claims' allocations hold, and of each of those with binding
+    conditions (what upstream's metrics observe the wait for, and count, per device)."""
+    every: list[str] = []
+    conditioned: list[str] = []
+    for claim in claims:
+        for result in _results(claim):
+            every.append(str(result.get("driver", "")))
+            if result.get("bindingConditions"):
+                conditioned.append(str(result.get("driver", "")))
+    return every, conditioned
 
 
 def _device_status(claim: Mapping[str, Any], result: Mapping[str, Any]) -> Mapping[str, Any] | None:

@@ -679,7 +679,8 @@ class DynamicResources:
     async def _await_binding_conditions(self, data: _State, pod: Pod, node_name: str) -> Status | None:
         """Until the drivers set every binding condition True: an error on a failure condition,
         or once ``bindingTimeout`` passed (upstream's messages). The claims are read as the
-        scheduler sees them, every 5 s (the first time at once)."""
+        scheduler sees them, every 5 s (the first time at once). The wait and its outcome are
+        recorded in upstream's binding-conditions metrics."""
         self._handle.record_event(
             pod,
             "Normal",
@@ -687,25 +688,45 @@ class DynamicResources:
             "Scheduling",
             f"waiting for binding conditions for device on node {node_name}",
         )
+        started = self._handle.clock.now()
+        outcome, status = await self._wait_for_binding_conditions(data, pod, node_name)
+        metrics = self._handle.metrics
+        if metrics is not None:
+            every, conditioned = binding.device_drivers(data.claims)
+            waited = self._handle.clock.now() - started
+            metrics.binding_conditions_waited(
+                self._handle.scheduler_name, outcome, waited, every, conditioned
+            )
+        return status
+
+    async def _wait_for_binding_conditions(
+        self, data: _State, pod: Pod, node_name: str
+    ) -> tuple[str, Status | None]:
+        """How the wait ended (upstream's metric status: success, failure, timeout or error) and
+        PreBind's answer."""
         clock = self._handle.clock
         deadline = clock.now() + self._binding_timeout
         while True:
             try:
                 if self._ready_for_binding(data):
                     log.debug("binding conditions of pod %s on %s are met", pod.key, node_name)
-                    return None
-            except (binding.BindingFailed, BindFailure) as exc:
-                return Status.from_error(exc)
+                    return binding.SUCCESS, None
+            except binding.BindingFailed as exc:
+                return binding.FAILURE, Status.from_error(exc)
+            except _ClaimTimedOut as exc:
+                return binding.TIMEOUT, Status.from_error(exc)
+            except BindFailure as exc:
+                return binding.ERROR, Status.from_error(exc)
             if clock.now() + BINDING_CONDITIONS_POLL >= deadline:
                 if not await self._sleep(max(0.0, deadline - clock.now())):
-                    return Status.from_error(RuntimeError("context canceled"))
+                    return binding.ERROR, Status.from_error(RuntimeError("context canceled"))
                 pending = "; ".join(filter(None, (binding.summary(c) for c in data.claims)))
                 log.info("binding conditions of pod %s on %s timed out: %s", pod.key, node_name, pending)
-                return Status.from_error(
+                return binding.TIMEOUT, Status.from_error(
                     TimeoutError(f"{binding.BINDING_TIMEOUT}: context deadline exceeded")
                 )
             if not await self._sleep(BINDING_CONDITIONS_POLL):
-                return Status.from_error(RuntimeError("context canceled"))
+                return binding.ERROR, Status.from_error(RuntimeError("context canceled"))
 
     async def _sleep(self, delay: float) -> bool:
         """Sleep on the clock; False (at once) when the replica stops scheduling meanwhile."""
@@ -731,7 +752,7 @@ class DynamicResources:
             if not binding.is_ready(current):
                 if binding.timed_out(current, self._binding_timeout, self._wall_time()):
                     name = (current.get("metadata") or {}).get("name", "")
-                    raise BindFailure(f"{binding.BINDING_TIMEOUT}: claim={name}")
+                    raise _ClaimTimedOut(f"{binding.BINDING_TIMEOUT}: claim={name}")
                 return False
         return True
 
@@ -893,6 +914,10 @@ class DynamicResources:
 
 class BindFailure(Exception):
     """A claim write failed (PreBind's, or deleting a special claim); the message is upstream's."""
+
+
+class _ClaimTimedOut(BindFailure):
+    """A claim waited for its binding conditions longer than ``bindingTimeout``."""
 
 
 def _has_alternatives(claim: Mapping[str, Any]) -> bool:

@@ -115,13 +115,19 @@ class ClaimServer(FakeClient):
 class Driver:
     """A cluster with one attachable device, and its driver reporting the device's conditions."""
 
-    def __init__(self, binding_timeout: float = 600.0) -> None:
-        claims = FakeLister([claim("c")])
+    def __init__(
+        self,
+        binding_timeout: float = 600.0,
+        slices: tuple[dict, ...] = (FABRIC,),
+        gpu_class: dict = GPU,
+        the_claim: dict | None = None,
+    ) -> None:
+        claims = FakeLister([the_claim or claim("c")])
         self.server = ClaimServer(claims)
         self.handle = FakeHandle(
             table_of(NODES),
             client=self.server,
-            listers={"resourceslices": [FABRIC], "deviceclasses": [GPU]},
+            listers={"resourceslices": list(slices), "deviceclasses": [gpu_class]},
         )
         self.handle.listers["resourceclaims"] = claims
         self.claims = claims
@@ -228,3 +234,68 @@ async def test_a_claim_waiting_within_the_timeout_stays_where_it_was_allocated()
         verdicts["node-b"] is not None
         and verdicts["node-b"].message() == "resourceclaim not available on the node"
     )
+
+
+# ------------------------------------------------------------- the binding-conditions metrics
+
+
+async def test_a_met_wait_is_recorded_once_per_device_and_counted_per_conditioned_device() -> None:
+    """As upstream's PreBind: the wait is observed for every allocated device (by its driver),
+    the allocation counted for each device that has binding conditions."""
+    nics = resource_slice("nics", [device("nic-0")], driver="nic.example.com", pool="nics", all_nodes=True)
+    driver = Driver(
+        slices=(FABRIC, nics), gpu_class=device_class("gpu", "true"), the_claim=claim("c", count_two())
+    )
+    _, task = await driver.schedule(claim_pod())
+    devices = driver.claims.get("default/c")["status"]["allocation"]["devices"]["results"]
+    assert [d["device"] for d in devices] == ["nic-0", "att-0"]
+    assert driver.handle.recorded_metrics.binding_waits == []  # nothing until the wait ends
+    await driver.handle.clock.advance(10)
+    driver.set_condition("attached")
+    await driver.handle.clock.advance(5)
+    assert task.result() is None
+    assert driver.handle.recorded_metrics.binding_waits == [
+        (driver.handle.scheduler_name, "success", 15.0, ["nic.example.com", DRIVER], [DRIVER])
+    ]
+
+
+async def test_a_failed_wait_is_recorded_as_a_failure() -> None:
+    driver = Driver()
+    _, task = await driver.schedule(claim_pod())
+    driver.set_condition("failed", reason="NoRoute")
+    await driver.handle.clock.advance(5)
+    assert task.result() is not None
+    assert driver.handle.recorded_metrics.binding_waits == [
+        (driver.handle.scheduler_name, "failure", 5.0, [DRIVER], [DRIVER])
+    ]
+
+
+async def test_a_timed_out_wait_is_recorded_as_a_timeout() -> None:
+    driver = Driver(binding_timeout=30)
+    _, task = await driver.schedule(claim_pod())
+    await driver.handle.clock.advance(30)
+    assert task.result() is not None
+    assert driver.handle.recorded_metrics.binding_waits == [
+        (driver.handle.scheduler_name, "timeout", 30.0, [DRIVER], [DRIVER])
+    ]
+
+
+async def test_a_claim_deleted_while_waiting_is_recorded_as_an_error() -> None:
+    driver = Driver()
+    _, task = await driver.schedule(claim_pod())
+    driver.claims.delete("default/c")
+    await driver.handle.clock.advance(5)
+    status = task.result()
+    assert status is not None and status.message() == "claim default/c got deleted in the meantime"
+    # the claims as last read: the deleted one still holds its device
+    assert driver.handle.recorded_metrics.binding_waits == [
+        (driver.handle.scheduler_name, "error", 5.0, [DRIVER], [DRIVER])
+    ]
+
+
+async def test_pods_without_binding_conditions_record_no_wait() -> None:
+    plain = resource_slice("plain", [device("gpu-0")], pool="plain", all_nodes=True)
+    driver = Driver(slices=(plain,))
+    _, task = await driver.schedule(claim_pod())
+    assert task.result() is None
+    assert driver.handle.recorded_metrics.binding_waits == []

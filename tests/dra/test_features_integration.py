@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler.api.quantity import Quantity
+from scheduler.app import SchedulerApp
 from simcluster import SimCluster
 from tests.dra.test_integration import UNSATISFIABLE, claim_of, claim_pod, devices_of, fleet, pending_message
 from tests.integration.conftest import eventually, node_of, pod, scheduled_condition
@@ -154,9 +155,18 @@ def attachable(**extra: Any) -> dict[str, Any]:
     }
 
 
+def binding_metrics(app: SchedulerApp, status: str) -> tuple[float, float]:
+    """The fabric driver's binding-conditions allocations and waits with ``status``, as scraped."""
+    labels = {"profile": app.config.profiles[0].scheduler_name, "driver": FABRIC, "status": status}
+    registry = app.metrics.registry
+    count = registry.get_sample_value("scheduler_dra_bindingconditions_allocations_total", labels)
+    waits = registry.get_sample_value("scheduler_dra_bindingconditions_wait_duration_seconds_count", labels)
+    return count or 0.0, waits or 0.0
+
+
 async def test_the_pod_binds_only_once_its_device_is_attached(start_scheduler) -> None:
     async with SimCluster(node_template=fleet(attachable()), kubelet=True, bookmark_interval=0.5) as sim:
-        await start_scheduler(sim)
+        app = await start_scheduler(sim)
         await sim.create("resourceclaimtemplates", template("fabric", FABRIC))
         await sim.create("pods", claim_pod("p", "fabric"))
 
@@ -177,15 +187,17 @@ async def test_the_pod_binds_only_once_its_device_is_attached(start_scheduler) -
                 c["type"] == "attached" and c["status"] == "True" for d in devices for c in d["conditions"]
             )
 
+        assert binding_metrics(app, "success") == (0.0, 0.0)  # still waiting
         await eventually(attached)
         await eventually(lambda: node_of(sim, "p") == "gpu-0000", timeout=20)
         assert (scheduled_condition(sim, "p") or {}).get("status") == "True"
+        assert binding_metrics(app, "success") == (1.0, 1.0)
 
 
 async def test_a_failed_attachment_is_retried_after_the_claim_is_deallocated(start_scheduler) -> None:
     template_nodes = fleet(attachable(attachFails=True, attachDelay=0.2))
     async with SimCluster(node_template=template_nodes, kubelet=True, bookmark_interval=0.5) as sim:
-        await start_scheduler(sim)
+        app = await start_scheduler(sim)
         await sim.create("resourceclaimtemplates", template("fabric", FABRIC))
         await sim.create("pods", claim_pod("p", "fabric"))
         seen: list[str] = []
@@ -208,3 +220,5 @@ async def test_a_failed_attachment_is_retried_after_the_claim_is_deallocated(sta
             "for scheduling.",
         ]
         assert node_of(sim, "p") == ""
+        failures, waits = binding_metrics(app, "failure")
+        assert failures >= 1 and waits == failures  # one device per attempt
