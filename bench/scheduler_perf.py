@@ -399,7 +399,7 @@ class Cluster(InMemoryCluster):
     upstream's throughputCollector count: a pod counts once, when the informers see it get a node."""
 
     def __init__(self) -> None:
-        super().__init__({plural: plural for plural in PLUGIN_RESOURCES})
+        super().__init__({plural: path for plural, (path, _) in PLUGIN_RESOURCES.items()})
         self.scheduled: Counter[str] = Counter()
         self.last_scheduled: dict[str, float] = {}  # by namespace: when the last one got a node
         self.on_pod_seen = self._count

@@ -76,8 +76,9 @@ class InMemoryCluster:
     undelivered changes between them."""
 
     def __init__(self, plurals: Mapping[str, str] | None = None, *, hold: bool = False) -> None:
-        """``plurals``: the other kinds, lister name -> the path segment the scheduler writes
-        their status through (e.g. ``{"scheduling.k8s.io/v1alpha2/podgroups": "podgroups"}``)."""
+        """``plurals``: the other kinds, lister name -> the API path of their collection, which
+        the scheduler's writes address (e.g. ``{"resourceclaims":
+        "/apis/resource.k8s.io/v1/resourceclaims"}``)."""
         self.pods: dict[str, Pod] = {}
         self.nodes: dict[str, Node] = {}
         self.objects: dict[str, dict[str, Obj]] = {plural: {} for plural in plurals or {}}
@@ -89,7 +90,7 @@ class InMemoryCluster:
             "nodes": InMemoryLister(self.seen_nodes),
             **{plural: InMemoryLister(store) for plural, store in self.seen_objects.items()},
         }
-        self._segments = {segment: plural for plural, segment in (plurals or {}).items()}
+        self._collections = {path.strip("/"): plural for plural, path in (plurals or {}).items()}
         self.hold = hold
         self.undelivered: deque[tuple[Callable[..., None], tuple[Any, ...]]] = deque()
         self.refused_bindings = 0  # refuse this many of the next bindings (500, a server error)
@@ -222,11 +223,29 @@ class InMemoryCluster:
                 return self._delete(key, body)
         if method == "POST" and parts[-1] == "events":
             return ApiResponse(201, {})
-        if method == "PATCH" and parts[-1] == "status" and len(parts) >= 4:
-            plural = self._segments.get(parts[-3])
-            if plural is not None and len(parts) >= 5 and parts[-5] == "namespaces":
-                return self._patch_object_status(plural, f"{parts[-4]}/{parts[-2]}", body)
+        address = self._address(parts)
+        if address is not None:
+            plural, key, sub = address
+            if method == "PATCH" and sub == "status":
+                return self._patch_object_status(plural, key, body)
+            if method == "PUT" and sub in ("", "status"):
+                return self._replace_object(plural, key, body, status_only=sub == "status")
         return not_found(f"{method} {path}")
+
+    def _address(self, parts: list[str]) -> tuple[str, str, str] | None:
+        """(plural, key, subresource) of a path naming one object of the other kinds."""
+        group = parts[:2] if parts[:1] == ["api"] else parts[:3]
+        rest = parts[len(group) :]
+        namespace = ""
+        if rest[:1] == ["namespaces"] and len(rest) >= 4:
+            namespace, rest = rest[1], rest[2:]
+        if len(rest) < 2:
+            return None
+        plural = self._collections.get("/".join([*group, rest[0]]))
+        if plural is None:
+            return None
+        key = f"{namespace}/{rest[1]}" if namespace else rest[1]
+        return plural, key, "/".join(rest[2:])
 
     def _bind(self, key: str, binding: Obj) -> ApiResponse:
         pod = self.pods.get(key)
@@ -272,6 +291,23 @@ class InMemoryCluster:
             return not_found(f"{plural} {key}")
         updated = {**obj, "status": {**(obj.get("status") or {}), **(patch.get("status") or {})}}
         updated["metadata"] = {**obj["metadata"], "resourceVersion": str(next(self._versions))}
+        self.objects[plural][key] = updated
+        self._change(self._object_changed, plural, updated)
+        return ApiResponse(200, updated)
+
+    def _replace_object(self, plural: str, key: str, body: Obj, *, status_only: bool) -> ApiResponse:
+        """An update with optimistic concurrency (the body's resourceVersion must be current);
+        ``status_only`` keeps the stored spec, as the status subresource does."""
+        obj = self.objects[plural].get(key)
+        if obj is None:
+            return not_found(f"{plural} {key}")
+        sent = (body.get("metadata") or {}).get("resourceVersion")
+        if sent and sent != obj["metadata"]["resourceVersion"]:
+            return conflict("the object has been modified; please apply your changes to the latest version")
+        updated = {**obj, "status": body.get("status")} if status_only else {**body}
+        updated["metadata"] = {**obj["metadata"], "resourceVersion": str(next(self._versions))}
+        if not status_only:
+            updated["metadata"] = {**(body.get("metadata") or {}), **updated["metadata"]}
         self.objects[plural][key] = updated
         self._change(self._object_changed, plural, updated)
         return ApiResponse(200, updated)

@@ -9,7 +9,7 @@ import pytest
 from scheduler.dra.allocator import AllocationTimeout, Allocator, ClaimError, NodeFailure
 from scheduler.dra.cel import SelectorCache
 from scheduler.dra.model import SliceParser
-from tests.dra.objects import (
+from scheduler.testing.dra import (
     DRIVER,
     allocated_view,
     claim,

@@ -17,7 +17,7 @@ from scheduler.framework import ApiResponse, CycleState, Diagnosis
 from scheduler.plugins.dynamicresources import DynamicResources
 from scheduler.testing import FakeLister, make_node
 from scheduler.testing.builders import FakeClient, FakeHandle, Request, pod_dict, table_of
-from tests.dra.objects import DRIVER, allocated_view, claim, device, device_class, resource_slice
+from scheduler.testing.dra import DRIVER, allocated_view, claim, device, device_class, resource_slice
 
 GPU = device_class("gpu", f'device.driver == "{DRIVER}"')
 ATTACHABLE = {

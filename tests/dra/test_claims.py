@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from scheduler.dra.claims import ClaimTracker
 from scheduler.testing import FakeLister
-from tests.dra.objects import DRIVER, allocated, claim
+from scheduler.testing.dra import DRIVER, allocated, claim
 
 
 def version(obj: dict, rv: str) -> dict:

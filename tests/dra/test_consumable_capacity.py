@@ -13,7 +13,7 @@ from scheduler.dra.cel import SelectorCache
 from scheduler.dra.claims import ClaimTracker
 from scheduler.dra.model import Capacity, RequestPolicy, SliceParser
 from scheduler.testing import FakeLister
-from tests.dra.objects import (
+from scheduler.testing.dra import (
     DRIVER,
     allocated_view,
     claim,

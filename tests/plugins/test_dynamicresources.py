@@ -13,7 +13,7 @@ from scheduler.framework import ApiResponse, Code, CycleState, Diagnosis, Queuei
 from scheduler.plugins.dynamicresources import NO_CLAIMS_TO_DEALLOCATE, DynamicResources
 from scheduler.testing import make_node, make_pod, run_profile
 from scheduler.testing.builders import FakeClient, FakeHandle, pod_dict, table_of
-from tests.dra.objects import (
+from scheduler.testing.dra import (
     DRIVER,
     allocated,
     claim,

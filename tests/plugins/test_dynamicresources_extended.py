@@ -14,7 +14,7 @@ from scheduler.framework.interface import RESOURCE_CLAIM
 from scheduler.plugins.dynamicresources import DynamicResources
 from scheduler.testing import make_node, make_pod, run_profile
 from scheduler.testing.builders import FakeClient, FakeHandle, table_of
-from tests.dra.objects import DRIVER, device, resource_slice
+from scheduler.testing.dra import DRIVER, device, resource_slice
 from tests.integration.conftest import eventually
 
 GPU = "example.com/gpu"

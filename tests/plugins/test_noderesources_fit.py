@@ -15,6 +15,7 @@ from scheduler.dra.shared import shared_dra
 from scheduler.framework import ActionType, Code, CycleState, QueueingHint
 from scheduler.framework.interface import DEVICE_CLASS, NODE, POD
 from scheduler.plugins.noderesources import Fit
+from scheduler.testing import dra
 from scheduler.testing.builders import (
     FakeHandle,
     FakeLister,
@@ -25,7 +26,6 @@ from scheduler.testing.builders import (
     pod_dict,
     table_of,
 )
-from tests.dra import objects as dra
 
 GPU = "example.com/gpu"
 

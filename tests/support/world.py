@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.api import Pod
-from scheduler.app import available_plugins
+from scheduler.app import PLUGIN_RESOURCES, available_plugins
 from scheduler.build import SchedulerParts, build_scheduler
 from scheduler.config import SchedulerConfiguration
 from scheduler.config.load import parse_config
@@ -32,8 +32,12 @@ from scheduler.testing.inmemory import InMemoryCluster
 
 SCHEDULER = "pyscheduler"
 GANG_GATES = FeatureGates.parse("GenericWorkload=true,GangScheduling=true")
-# lister name -> the path segment the scheduler patches their status through
-GROUP_KINDS = {COSCHEDULING_GROUPS: "podgroups", WORKLOAD_GROUPS: "podgroups"}
+# the other kinds the app watches: lister name -> (collection path, cluster event resource or "")
+WATCHED = {
+    **PLUGIN_RESOURCES,
+    COSCHEDULING_GROUPS: (f"/apis/{COSCHEDULING_GROUPS}", COSCHEDULING_GROUPS),
+    WORKLOAD_GROUPS: (f"/apis/{WORKLOAD_GROUPS}", WORKLOAD_GROUPS),
+}
 
 
 def coscheduling_config() -> SchedulerConfiguration:
@@ -157,7 +161,7 @@ class World:
     ) -> None:
         self.loop = asyncio.new_event_loop()
         self.clock = FakeClock()
-        self.cluster = InMemoryCluster(GROUP_KINDS, hold=True)
+        self.cluster = InMemoryCluster({name: path for name, (path, _) in WATCHED.items()}, hold=True)
         self.attempts = 0  # scheduling cycles run
         registry = in_tree_registry()
         available_plugins(config, registry)
@@ -178,7 +182,7 @@ class World:
         self.cluster.connect(
             self.parts.pod_events,
             self.parts.node_events,
-            {kind: ResourceEvents(queue, kind) for kind in GROUP_KINDS},
+            {name: ResourceEvents(queue, resource) for name, (_, resource) in WATCHED.items() if resource},
         )
 
     @property
@@ -242,6 +246,7 @@ class World:
             for _ in range(20):
                 delivered = self.cluster.deliver()
                 ran = await self.schedule(50)
+                assert self.overcommitted() == [], "overcommitted while quiescing"
                 if not delivered and not ran and not self.cluster.undelivered:
                     break
             await self.advance(step)

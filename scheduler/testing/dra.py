@@ -1,4 +1,4 @@
-"""Builders of resource.k8s.io/v1 objects (plain API dicts) for the DRA tests."""
+"""Builders of resource.k8s.io/v1 objects (plain API dicts) for tests of DRA plugins and of the scheduler."""
 
 from __future__ import annotations
 
@@ -171,7 +171,13 @@ def holding(
         {"request": "r", "driver": d[0], "pool": d[1], "device": d[2]} for d in devices
     ]
     for i, (d, consumed) in enumerate(shares):
-        share = {"request": "r", "driver": d[0], "pool": d[1], "device": d[2], "shareID": f"share-{i}"}
+        share: dict[str, Any] = {
+            "request": "r",
+            "driver": d[0],
+            "pool": d[1],
+            "device": d[2],
+            "shareID": f"share-{i}",
+        }
         if consumed:
             share["consumedCapacity"] = consumed
         results.append(share)
