@@ -100,6 +100,10 @@ def raise_for_status(resp: ApiResponse) -> Any:
     raise ApiError.from_response(resp)
 
 
+# Methods a request may be repeated with when its connection broke after it was sent.
+REPLAYABLE = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
 def _retry_after(headers: Mapping[str, str]) -> float | None:
     value = headers.get("retry-after")  # transport.Response names headers in lower case
     if value is None:
@@ -228,10 +232,11 @@ class KubeClient:
                 async with asyncio.timeout(self._timeout):
                     return await self._pool.request(method, target, headers, data)
             except ConnectionBroke as exc:
-                if last_try:
+                if last_try or (exc.written and method not in REPLAYABLE):
                     raise TransportError(f"{method} {target}: {exc}") from exc
                 # A pooled connection that died while idle (a proxy or the server closed it) fails
-                # the first request sent over it: try once more, on a fresh connection.
+                # the first request sent over it: try once more, on a fresh connection. A write the
+                # server may have received is not sent twice (Go's transport replays only reads).
                 log.debug("%s %s: %s; retrying on a new connection", method, target, exc)
             except TimeoutError as exc:
                 raise TransportError(f"{method} {target}: no answer within {self._timeout:g}s") from exc

@@ -50,7 +50,12 @@ class ConnectError(HttpError):
 
 
 class ConnectionBroke(HttpError):
-    """The connection closed or reset under a request: nothing says the server saw it."""
+    """The connection closed or reset under a request. ``written``: the whole request had been
+    sent, so the server may have acted on it (a write then must not be sent again blindly)."""
+
+    def __init__(self, message: str, *, written: bool = False) -> None:
+        super().__init__(message)
+        self.written = written
 
 
 class ProtocolError(HttpError):
@@ -525,7 +530,10 @@ class HttpPool:
         reusable = False
         try:
             await conn.send(data)
-            status, answer_headers = await _read_head(conn)
+            try:
+                status, answer_headers = await _read_head(conn)
+            except ConnectionBroke as exc:
+                raise ConnectionBroke(str(exc), written=True) from exc
             framing = _framing(method, status, answer_headers)
             payload = _decoded(await _read_body(conn, framing), answer_headers)
             # bytes beyond the answer would be read as the next one's: such a connection is dropped

@@ -40,10 +40,30 @@ class DefaultBinder:
         try:
             response = await self._handle.client.request("POST", path, binding_body(pod, node_name))
         except Exception as exc:  # a transport failure is an internal error: retried with backoff
+            # The answer was lost, not necessarily the binding: if it landed, the pod holds the
+            # node already, and giving the node back now would let another pod take it too.
+            if await self._bound_to(pod, node_name):
+                return None
             return Status.from_error(exc)
         if response.status in (200, 201):
             return None
+        if response.status == 409 and await self._bound_to(pod, node_name):
+            return None  # an earlier attempt whose answer was lost went through
         return Status.from_error(BindingError(response.status, response.body))
+
+    async def _bound_to(self, pod: Pod, node_name: str) -> bool:
+        """Whether the API server has this very pod bound to ``node_name`` (False when unsure)."""
+        try:
+            response = await self._handle.client.request(
+                "GET", f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}"
+            )
+        except Exception:
+            return False
+        body = response.body if response.status == 200 else None
+        if not isinstance(body, dict):
+            return False
+        meta, spec = body.get("metadata") or {}, body.get("spec") or {}
+        return bool(meta.get("uid") == pod.uid and spec.get("nodeName") == node_name)
 
 
 class BindingError(RuntimeError):

@@ -118,6 +118,33 @@ async def test_writes_are_never_retried(scripted: Any, client_for: Any) -> None:
     assert len(seen) == 1
 
 
+async def server_that_drops_every_answer(scripted: Any) -> tuple[str, list[str]]:
+    """Reads each request whole, then closes the connection without answering."""
+    seen: list[str] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        await request.read()
+        seen.append(request.method)
+        assert request.transport is not None
+        request.transport.abort()
+        return web.Response()
+
+    return await scripted(handler), seen
+
+
+@pytest.mark.parametrize(("method", "sent"), [("GET", 2), ("POST", 1)])
+async def test_only_a_read_is_sent_again_when_its_answer_is_lost(
+    scripted: Any, client_for: Any, method: str, sent: int
+) -> None:
+    """As Go's transport: a write the server received may have been carried out (a Binding), so
+    it is not repeated; a read is, once, on a new connection."""
+    url, seen = await server_that_drops_every_answer(scripted)
+    async with await client_for(url) as client:
+        with pytest.raises(TransportError):
+            await client.request(method, "/api/v1/namespaces/default/pods/a/binding", {"target": {}})
+    assert seen == [method] * sent
+
+
 async def test_the_kubeconfig_token_and_json_content_type_are_sent(scripted: Any, client_for: Any) -> None:
     seen: list[tuple[dict[str, str], bytes]] = []
 
@@ -180,7 +207,9 @@ async def test_an_unreachable_server_raises_a_transport_error(client_for: Any) -
             await client.request("GET", "/api/v1/pods")
 
 
-async def test_a_request_whose_connection_is_cut_under_it_is_sent_again_on_a_new_one(tmp_path) -> None:
+async def test_a_read_whose_connection_is_cut_under_it_is_sent_again_and_a_write_is_not(tmp_path) -> None:
+    """The proxy holds each request, then the connection goes: the read is sent again on a new
+    connection; the write is not (the server might have carried it out: its caller decides)."""
     from scheduler.client import load_client_config
     from simcluster import SimCluster
     from simcluster.proxy import FaultProxy
@@ -194,15 +223,20 @@ async def test_a_request_whose_connection_is_cut_under_it_is_sent_again_on_a_new
         async with KubeClient(await load_client_config(str(kubeconfig)), qps=0) as client:
             assert (await client.request("GET", "/api/v1/nodes")).status == 200
             proxy.delay = 0.3  # the request is on its way when the connection goes
-            # a POST: aiohttp itself only resends idempotent requests
-            body = {"metadata": {"name": "created-through-a-cut"}}
-            pending = asyncio.create_task(client.request("POST", "/api/v1/namespaces", body))
-            for _ in range(200):
-                if proxy.held:
-                    break
-                await asyncio.sleep(0.005)
-            assert proxy.cut() == 1
-            assert (await asyncio.wait_for(pending, 5)).status == 201
+
+            async def cut_under(method: str, path: str, body: Any = None) -> Any:
+                pending = asyncio.create_task(client.request(method, path, body))
+                for _ in range(200):
+                    if proxy.held:
+                        break
+                    await asyncio.sleep(0.005)
+                assert proxy.cut() == 1
+                return await asyncio.wait_for(pending, 5)
+
+            assert (await cut_under("GET", "/api/v1/namespaces")).status == 200
+            with pytest.raises(TransportError):
+                await cut_under("POST", "/api/v1/namespaces", {"metadata": {"name": "cut"}})
+            assert sim.store.get("namespaces", None, "cut") is None
 
 
 async def test_a_large_list_comes_gzipped_from_the_local_endpoint_and_is_read_whole(

@@ -52,3 +52,36 @@ async def test_a_transport_failure_becomes_an_error_status() -> None:
     status = await DefaultBinder(None, handle).bind(CycleState(), make_pod(), "n")
     assert status is not None and status.code == Code.ERROR
     assert "peer reset" in status.message()
+
+
+def pod_answer(uid: str, node: str) -> ApiResponse:
+    return ApiResponse(200, {"metadata": {"name": "web-0", "uid": uid}, "spec": {"nodeName": node}})
+
+
+CONFLICT = ApiResponse(
+    409, {"kind": "Status", "reason": "Conflict", "code": 409, "message": "already assigned"}
+)
+
+
+async def test_a_binding_whose_answer_was_lost_but_which_landed_is_a_success() -> None:
+    """The pod keeps its node: giving it back would let another pod take it too (overcommit)."""
+    handle = FakeHandle(
+        client=FakeClient(responses=[ConnectionResetError("peer reset"), pod_answer("u1", "n")])
+    )
+    pod = make_pod("web-0", uid="u1")
+    assert await DefaultBinder(None, handle).bind(CycleState(), pod, "n") is None
+    assert [r.method for r in handle.client.requests] == ["POST", "GET"]
+
+
+async def test_a_conflict_is_a_success_only_for_this_pod_on_this_node() -> None:
+    pod = make_pod("web-0", uid="u1")
+    outcomes = []
+    for answer in (
+        pod_answer("u1", "n"),
+        pod_answer("u1", "other"),
+        pod_answer("u0", "n"),
+        ApiResponse(404, {}),
+    ):
+        handle = FakeHandle(client=FakeClient(responses=[CONFLICT, answer]))
+        outcomes.append(await DefaultBinder(None, handle).bind(CycleState(), pod, "n") is None)
+    assert outcomes == [True, False, False, False]
