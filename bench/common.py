@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.api import Node, Pod
-from scheduler.app import available_plugins
 from scheduler.build import DiscardEvents, DiscardStatus, build_scheduler
 from scheduler.config import PluginRef, SchedulerConfiguration, default_config
 from scheduler.features import DEFAULT_FEATURES, FeatureGates
 from scheduler.framework import ApiClient, CycleState, ObjectLister, Status
 from scheduler.plugins.registry import in_tree_registry
+from scheduler.policy import available_plugins
 from scheduler.schedule_one import StatusSink
 
 ZONES = ("zone-a", "zone-b", "zone-c")

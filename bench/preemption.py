@@ -22,13 +22,13 @@ from typing import Any
 
 from bench.common import InMemoryBinder, make_node, make_pod
 from scheduler.api import Pod
-from scheduler.app import available_plugins
 from scheduler.build import DiscardEvents, DiscardStatus, build_scheduler
 from scheduler.cache import Cache
 from scheduler.config import default_config
 from scheduler.eventhandlers import ASSIGNED_POD_DELETE
 from scheduler.framework import ApiResponse
 from scheduler.plugins.registry import in_tree_registry
+from scheduler.policy import available_plugins
 from scheduler.queue import SchedulingQueue
 
 

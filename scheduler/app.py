@@ -22,7 +22,7 @@ from typing import Any
 from scheduler import __version__, logs
 from scheduler.api import Node, Pod
 from scheduler.api.kinds import decoder_for
-from scheduler.build import DiscardEvents, DiscardStatus, build_scheduler
+from scheduler.build import build_scheduler
 from scheduler.client.backoff import Backoff
 from scheduler.client.config import ClientConfigError, load_client_config
 from scheduler.client.events import EventRecorder
@@ -31,15 +31,7 @@ from scheduler.client.outage import OutageLog
 from scheduler.client.rest import KubeClient, TransportError
 from scheduler.client.statuswriter import PodStatusWriter
 from scheduler.client.transport import ProxyError
-from scheduler.config import (
-    DEFAULT_PLUGINS,
-    EXTENSION_POINTS,
-    ConfigError,
-    PluginSet,
-    SchedulerConfiguration,
-    default_config,
-    load_config,
-)
+from scheduler.config import ConfigError, SchedulerConfiguration, default_config, load_config
 from scheduler.eventhandlers import DeviceTaintRuleEvents, MalformedPods, ResourceEvents
 from scheduler.explain.endpoint import explain_handler
 from scheduler.extender import HTTPExtender, close_all
@@ -68,8 +60,16 @@ from scheduler.framework.interface import (
 from scheduler.leaderelection import LeaderElector, LeadershipLost, default_identity
 from scheduler.metrics import SchedulerMetrics
 from scheduler.plugins.gangscheduling import PODGROUPS, WORKLOAD_PLUGINS
-from scheduler.plugins.loading import PluginLoadError, PluginSource, declared_args, factories, load_registry
+from scheduler.plugins.loading import PluginLoadError, declared_args, factories, load_registry
 from scheduler.plugins.registry import in_tree_registry
+from scheduler.policy import (
+    available_plugins,
+    check_profiles,
+    refuse_default_scheduler,
+    refuse_shadow,
+    watched_kinds,
+    without_plugins,
+)
 from scheduler.queue.scheduling_queue import ACTIVE
 from scheduler.runtime import FrameworkError
 from scheduler.schedule_one import Scheduler
@@ -83,9 +83,6 @@ from scheduler.shadow import ShadowMode, ShadowPodEvents
 log = logging.getLogger("scheduler")
 
 SHUTDOWN_GRACE_SECONDS = 10.0
-# kube-scheduler's own profile name and Lease (namespace, name): a secondary scheduler keeps off them
-KUBE_SCHEDULER_NAME = "default-scheduler"
-KUBE_SCHEDULER_LEASE = ("kube-system", "kube-scheduler")
 # Upstream's informer excludes finished pods: they hold no resources.
 ACTIVE_PODS_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 # Kinds only plugins read, by plural resource name: (API path, cluster event resource or "").
@@ -247,90 +244,6 @@ def _tune_garbage_collector() -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
-
-
-def watched_kinds(config: SchedulerConfiguration, sources: Mapping[str, PluginSource]) -> list[str]:
-    """The kinds the enabled out-of-tree plugins declare in ``watches`` ("group/version/plural")."""
-    enabled = {name for profile in config.profiles for name in profile.plugins.enabled_names()}
-    return sorted({kind for name in enabled if name in sources for kind in sources[name].watches})
-
-
-def refuse_default_scheduler(config: SchedulerConfiguration) -> str | None:
-    """Why this configuration would make pyscheduler act as the cluster's default scheduler, if it would.
-
-    A profile named default-scheduler takes every pod that names no scheduler, next to the
-    kube-scheduler that also takes them; the Lease kube-system/kube-scheduler is kube-scheduler's
-    own, so holding it would stop kube-scheduler.
-    """
-    for i, profile in enumerate(config.profiles):
-        if profile.scheduler_name == KUBE_SCHEDULER_NAME:
-            return (
-                f'refusing profiles[{i}].schedulerName "{KUBE_SCHEDULER_NAME}": pods that name no '
-                "scheduler would be scheduled by both pyscheduler and kube-scheduler; pass "
-                "--allow-default-scheduler-name if this cluster runs no kube-scheduler"
-            )
-    lease = config.leader_election
-    if lease.leader_elect and (lease.resource_namespace, lease.resource_name) == KUBE_SCHEDULER_LEASE:
-        return (
-            "refusing leaderElection.resourceName/resourceNamespace kube-system/kube-scheduler: it is "
-            "kube-scheduler's own Lease, holding it would stop kube-scheduler; pass "
-            "--allow-default-scheduler-name if this cluster runs no kube-scheduler"
-        )
-    return None
-
-
-def refuse_shadow(config: SchedulerConfiguration, shadow: str) -> str | None:
-    """Why ``--shadow`` cannot name this scheduler: its pods would be scheduled for real."""
-    names = [profile.scheduler_name for profile in config.profiles]
-    if shadow and shadow in names:
-        return f'refusing --shadow "{shadow}": it is one of pyscheduler\'s own profiles ({", ".join(names)})'
-    return None
-
-
-def available_plugins(config: SchedulerConfiguration, registry: Mapping[str, PluginFactory]) -> list[str]:
-    """Drop default plugins this build does not have yet; returns their names (logged at start-up).
-
-    Plugins the user named explicitly are never dropped: an unknown one is a config error.
-    """
-    default_names = {ref.name for ref in DEFAULT_PLUGINS}
-    missing: set[str] = set()
-    for profile in config.profiles:
-        multi = profile.plugins.multi_point
-        keep = []
-        for ref in multi.enabled:
-            if ref.name in registry or ref.name not in default_names:
-                keep.append(ref)
-            else:
-                missing.add(ref.name)
-        profile.plugins.multi_point = PluginSet(enabled=keep, disabled=list(multi.disabled))
-    return sorted(missing)
-
-
-def without_plugins(config: SchedulerConfiguration, names: Sequence[str]) -> None:
-    """Take the plugins ``names`` out of every profile, at every extension point."""
-    for profile in config.profiles:
-        for attr, _ in EXTENSION_POINTS:
-            plugin_set = getattr(profile.plugins, attr)
-            plugin_set.enabled = [ref for ref in plugin_set.enabled if ref.name not in names]
-
-
-def check_profiles(
-    config: SchedulerConfiguration,
-    registry: Mapping[str, PluginFactory],
-    features: FeatureGates = DEFAULT_FEATURES,
-) -> None:
-    """Build every profile once, offline, so a bad plugin set or args fail before start-up
-    (FrameworkError naming the profile and plugin)."""
-    available_plugins(config, registry)
-    build_scheduler(
-        config,
-        registry,
-        _Offline(),
-        events=DiscardEvents(),
-        status=DiscardStatus(),
-        current_pod=lambda pod: None,
-        features=features,
-    )
 
 
 class SchedulerApp:
@@ -804,13 +717,6 @@ async def _background(plugin: BackgroundPlugin) -> None:
 
 class MissingResource(Exception):
     """A kind a plugin needs is not served by the cluster (exit 2: nothing to retry)."""
-
-
-class _Offline:
-    """The API client of the offline profile check: no plugin may call the API while being built."""
-
-    async def request(self, method: str, path: str, body: Any = None, **_: Any) -> Any:
-        raise RuntimeError("no API calls while the profiles are checked")
 
 
 class _Ignore:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 
 from scheduler.api import Node, Pod
-from scheduler.app import available_plugins
 from scheduler.build import DiscardStatus, build_scheduler
 from scheduler.config import default_config
 from scheduler.framework import Code, Status
 from scheduler.plugins.registry import in_tree_registry
+from scheduler.policy import available_plugins
 from scheduler.testing import FakeClient
 
 

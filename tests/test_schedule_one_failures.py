@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 
 from scheduler.api import Node, Pod
-from scheduler.app import available_plugins
 from scheduler.build import build_scheduler
 from scheduler.config import PluginRef, default_config
 from scheduler.framework import Code, Status
 from scheduler.framework.interface import ApiResponse
 from scheduler.plugins.registry import in_tree_registry
+from scheduler.policy import available_plugins
 from scheduler.testing import FakeClock
 
 CONFLICT = {

@@ -16,7 +16,7 @@ import sys
 import orjson
 
 from scheduler import logs
-from scheduler.app import MissingResource, SchedulerApp, add_plugin_arguments, check_profiles, watched_kinds
+from scheduler.app import MissingResource, SchedulerApp, add_plugin_arguments
 from scheduler.client.config import ClientConfigError, load_client_config
 from scheduler.config import ConfigError, default_config, load_config
 from scheduler.explain.evaluate import explain_pod
@@ -26,6 +26,7 @@ from scheduler.explain.remote import RemoteError, ask_server
 from scheduler.explain.render import render
 from scheduler.features import FeatureGateError, FeatureGates
 from scheduler.plugins.loading import PluginLoadError, declared_args, factories, load_registry
+from scheduler.policy import check_profiles, watched_kinds
 from scheduler.runtime import FrameworkError
 from scheduler.serving.options import ServingOptions
 

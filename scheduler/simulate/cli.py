@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from scheduler.app import add_plugin_arguments, check_profiles, watched_kinds
+from scheduler.app import add_plugin_arguments
 from scheduler.client.config import ClientConfigError
 from scheduler.client.kubeconfig import KubeconfigError
 from scheduler.client.rest import ApiError
@@ -27,6 +27,7 @@ from scheduler.config import ConfigError, SchedulerConfiguration, default_config
 from scheduler.features import FeatureGateError, FeatureGates
 from scheduler.framework import PluginFactory
 from scheduler.plugins.loading import PluginLoadError, declared_args, factories, load_registry
+from scheduler.policy import check_profiles, watched_kinds
 from scheduler.runtime import FrameworkError
 from scheduler.simulate import html, report
 from scheduler.simulate.engine import Outcome, Simulation, SimulationError

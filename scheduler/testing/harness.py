@@ -203,9 +203,9 @@ def run_profile(
     on ``nodes`` holding ``pods``; ``registry`` adds (or replaces) plugins of the in-tree ones;
     ``listers`` holds the plain API objects of other kinds (``{"resourceclaims": [...]}``)."""
     # imported here: the harness of a single plugin needs none of the scheduler's machinery
-    from scheduler.app import available_plugins
     from scheduler.build import DiscardEvents, DiscardStatus, build_scheduler
     from scheduler.plugins.registry import in_tree_registry
+    from scheduler.policy import available_plugins
     from scheduler.schedule_one import FitError, ScheduleResult, find_nodes_that_pass_filters, run_now
     from scheduler.testing.builders import FakeClient, FakeLister
 

@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 import yaml
 
-from scheduler.app import check_profiles
 from scheduler.config.load import parse_config
 from scheduler.plugins.coscheduling import CoschedulingArgs
 from scheduler.plugins.loading import declared_args, load_registry
 from scheduler.plugins.registry import in_tree_registry
+from scheduler.policy import check_profiles
 from simcluster import SimCluster
 from simcluster.errors import ApiError
 from tests.coscheduling.conftest import CRD, PODGROUPS, install_crd, podgroup

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from scheduler.api import Node, Pod
-from scheduler.app import available_plugins
 from scheduler.build import build_scheduler
 from scheduler.config import parse_config
 from scheduler.extender import close_all
@@ -19,6 +18,7 @@ from scheduler.framework.interface import ApiResponse
 from scheduler.plugins.defaultpreemption.candidates import Candidate
 from scheduler.plugins.defaultpreemption.plugin import call_extenders
 from scheduler.plugins.registry import in_tree_registry
+from scheduler.policy import available_plugins
 from scheduler.schedule_one import prioritize_with_extenders
 from scheduler.testing import node_dict, pod_dict
 from tests.extender.server import ExtenderServer

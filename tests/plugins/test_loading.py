@@ -216,8 +216,9 @@ async def _run(*argv: str, pythonpath: str) -> bytes:
 
 
 async def test_a_watched_kind_gets_an_informer_a_lister_and_gates_readiness(plugin_file, tmp_path) -> None:
-    from scheduler.app import SchedulerApp, watched_kinds
+    from scheduler.app import SchedulerApp
     from scheduler.plugins.loading import factories
+    from scheduler.policy import watched_kinds
     from scheduler.serving.options import ServingOptions
     from simcluster import SimCluster
 

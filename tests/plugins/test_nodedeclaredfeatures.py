@@ -6,7 +6,6 @@ from typing import Any
 import pytest
 
 from scheduler.api import Node, Pod
-from scheduler.app import available_plugins
 from scheduler.cache import Cache
 from scheduler.config import default_config
 from scheduler.framework import ActionType, ClusterEvent, Code, CycleState, QueueingHint
@@ -14,6 +13,7 @@ from scheduler.framework.interface import NODE, UNSCHEDULED_POD
 from scheduler.framework.messages import fit_error_message
 from scheduler.plugins import in_tree_registry
 from scheduler.plugins.nodedeclaredfeatures import ERR_REASON, NodeDeclaredFeatures, required_features
+from scheduler.policy import available_plugins
 from scheduler.runtime import Framework
 from scheduler.runtime.handle import FrameworkHandle
 from scheduler.schedule_one import find_nodes_that_pass_filters

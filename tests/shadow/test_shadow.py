@@ -11,6 +11,7 @@ import aiohttp
 import pytest
 
 from scheduler import app as app_module
+from scheduler import policy
 from scheduler.config import default_config
 from simcluster import SimCluster
 from simcluster.access import ADMIN_TOKEN
@@ -133,8 +134,8 @@ async def test_decisions_are_compared_with_the_other_schedulers_bindings(sim, st
 
 def test_shadow_may_name_default_scheduler_but_not_one_of_our_profiles(capsys):
     config = default_config()
-    assert app_module.refuse_default_scheduler(config) is None
-    assert app_module.refuse_shadow(config, OTHER) is None
+    assert policy.refuse_default_scheduler(config) is None
+    assert policy.refuse_shadow(config, OTHER) is None
     parser = argparse.ArgumentParser()
     app_module.add_arguments(parser)
     assert app_module.main(parser.parse_args(["--shadow", "pyscheduler"])) == 2

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.api import Pod
-from scheduler.app import PLUGIN_RESOURCES, available_plugins
+from scheduler.app import PLUGIN_RESOURCES
 from scheduler.build import SchedulerParts, build_scheduler
 from scheduler.config import SchedulerConfiguration
 from scheduler.config.load import parse_config
@@ -27,6 +27,7 @@ from scheduler.plugins.coscheduling import POD_GROUP_LABEL, CoschedulingArgs
 from scheduler.plugins.coscheduling import PODGROUPS as COSCHEDULING_GROUPS
 from scheduler.plugins.gangscheduling import PODGROUPS as WORKLOAD_GROUPS
 from scheduler.plugins.registry import in_tree_registry
+from scheduler.policy import available_plugins
 from scheduler.testing import FakeClock
 from scheduler.testing.inmemory import InMemoryCluster
 
