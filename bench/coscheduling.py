@@ -68,11 +68,7 @@ async def run(nodes: int, gangs: int, size: int) -> tuple[float, list[float]]:
             app = SchedulerApp(config, kubeconfig=str(kubeconfig), serving=serving, watches=[PODGROUPS])
             task = asyncio.create_task(app.run())
             try:
-                await until(
-                    lambda: app.scheduler is not None and app._handler_sync_check() is None,
-                    300,
-                    "the scheduler ready",
-                )
+                await until(app.ready, 300, "the scheduler ready")
                 return await _gangs(sim, gangs, size)
             finally:
                 app.shutting_down.set()

@@ -145,11 +145,7 @@ async def run_on_endpoint(nodes: int, gangs: int, size: int) -> tuple[float, lis
             app = SchedulerApp(config, kubeconfig=str(kubeconfig), serving=serving, features=GATES)
             task = asyncio.create_task(app.run())
             try:
-                await until(
-                    lambda: app.scheduler is not None and app._handler_sync_check() is None,
-                    120,
-                    "the scheduler ready",
-                )
+                await until(app.ready, 120, "the scheduler ready")
                 return await _gangs_through(sim, gangs, size)
             finally:
                 app.shutting_down.set()

@@ -168,15 +168,12 @@ class Replay:
             self.app = SchedulerApp(config, serving=ServingOptions(bind_address="127.0.0.1", port=0))
             task = asyncio.create_task(self.app.run())
             try:
-                await eventually(self._synced, "informers synced")
+                await eventually(self.app.ready, "informers synced")
                 return [await self._place(entry) for entry in self.scenario["pods"]]
             finally:
                 self.app.shutting_down.set()
                 with contextlib.suppress(asyncio.CancelledError):
                     await asyncio.wait_for(task, 15)
-
-    def _synced(self) -> bool:
-        return self.app.scheduler is not None and self.app._handler_sync_check() is None
 
     def _stored(self, name: str) -> dict[str, Any] | None:
         return self.sim.store.get("pods", NAMESPACE, name)

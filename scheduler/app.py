@@ -16,7 +16,7 @@ import os
 import random
 import signal
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from scheduler import __version__, logs
@@ -236,7 +236,7 @@ def main(args: argparse.Namespace) -> int:
 GC_THRESHOLDS = (50_000, 20, 100)
 
 
-def _tune_garbage_collector() -> None:
+def tune_garbage_collector() -> None:
     """Once the initial lists are in the cache: what they built lives until it is deleted (and
     is then freed by reference counting), so it is moved out of the cycle collector's sight —
     every full collection would walk every cached pod and node again. In process, collections
@@ -283,6 +283,8 @@ class SchedulerApp:
         self.metrics = SchedulerMetrics()
         self.outage = OutageLog()
         self.shutting_down = asyncio.Event()
+        self._built = asyncio.Event()  # everything built: the informers exist
+        self._stopped = asyncio.Event()  # run() has returned
         self.exit_code = 0
         self._tasks: list[asyncio.Task[Any]] = []
         self._spawn_later: list[tuple[Any, str]] = []  # background work that _build set up
@@ -428,6 +430,7 @@ class SchedulerApp:
             ],
             routes=self._debug_routes(),
         )
+        self._built.set()
 
     def _has_pods_ready(self) -> bool:
         """The scheduling loop runs here (no election, or leading) and has pods ready to pop:
@@ -531,6 +534,37 @@ class SchedulerApp:
         """The pod a status write is computed against: a malformed pod is in no store."""
         return self.malformed_pods.get(pod.key) or self._current_pod(pod)
 
+    def ready(self) -> bool:
+        """What /readyz answers: built, every informer synced, not shutting down."""
+        if not self._built.is_set():
+            return False
+        return self._handler_sync_check() is None and self._shutdown_check() is None
+
+    async def wait_ready(self, timeout: float | None = None) -> bool:
+        """Wait until ``ready()``: True then; False after ``timeout`` seconds, or as soon as the
+        app stops or begins shutting down without having become ready."""
+        try:
+            async with asyncio.timeout(timeout):
+                if await self._unless_stopped(self._built.wait()):
+                    await self._unless_stopped(self.informers.wait_synced())
+        except TimeoutError:
+            return False
+        return self.ready()
+
+    async def _unless_stopped(self, work: Awaitable[Any]) -> bool:
+        """Await ``work`` unless the app stops or begins shutting down first; whether it finished."""
+        job = asyncio.ensure_future(work)
+        ends = [asyncio.ensure_future(event.wait()) for event in (self._stopped, self.shutting_down)]
+        try:
+            done, _ = await asyncio.wait({job, *ends}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for future in (job, *ends):
+                future.cancel()
+        if job not in done:
+            return False
+        job.result()  # an informer that died re-raises here
+        return True
+
     def _handler_sync_check(self) -> str | None:
         pending = [name for name, done in self.informers.synced().items() if not done]
         return f"waiting for informers: {', '.join(pending)}" if pending else None
@@ -542,6 +576,12 @@ class SchedulerApp:
 
     async def run(self) -> int:
         """Run until SIGTERM/SIGINT (exit 0) or a lost lease (exit 1)."""
+        try:
+            return await self._run()
+        finally:
+            self._stopped.set()
+
+    async def _run(self) -> int:
         try:
             await self._build()
         except ClientConfigError as exc:
@@ -608,7 +648,7 @@ class SchedulerApp:
             self.shadow.start(self.pod_informer.store.list())
             self._spawn(self.shadow.run(), "shadow decisions")
         if self.tune_gc:
-            _tune_garbage_collector()
+            tune_garbage_collector()
         log.info(
             "all informers synced; %d nodes, %d pods in the cache",
             self.cache.node_count(),

@@ -10,10 +10,10 @@ def test_the_cached_objects_leave_the_collectors_sight_and_young_collections_run
     # in a process of its own: the settings are process-wide
     code = (
         "import gc\n"
-        "from scheduler.app import GC_THRESHOLDS, _tune_garbage_collector\n"
+        "from scheduler.app import GC_THRESHOLDS, tune_garbage_collector\n"
         "cached = [dict(n=i) for i in range(1000)]\n"
         "assert gc.get_freeze_count() == 0\n"
-        "_tune_garbage_collector()\n"
+        "tune_garbage_collector()\n"
         "print(gc.get_threshold() == GC_THRESHOLDS, gc.get_freeze_count() >= 1000)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -182,7 +182,7 @@ async def test_every_bad_object_is_reported_once_and_scheduling_goes_on(
         # Still running and ready: a new pod is scheduled as usual.
         await sim.create("pods", pod_manifest("after-the-storm", cpu="50m"))
         await eventually(lambda: node_of(sim, "after-the-storm"))
-        assert app._handler_sync_check() is None and not app.shutting_down.is_set()
+        assert app.ready()
 
 
 async def test_an_object_that_turns_bad_keeps_its_last_good_version_and_new_problems_are_reported(

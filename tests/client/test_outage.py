@@ -57,13 +57,10 @@ async def test_a_scheduler_cut_off_from_its_api_server_logs_a_line_per_round(tmp
             kubeconfig=str(sim.write_kubeconfig(tmp_path / "kc")),
             serving=ServingOptions(bind_address="127.0.0.1", port=0),
         )
-        app.outage._interval = 1.0
+        app.outage = OutageLog(interval=1.0)  # a summary a second: the restart lasts 2.5 s
         task = asyncio.create_task(app.run())
         try:
-            for _ in range(200):
-                if app.scheduler is not None and app._handler_sync_check() is None:
-                    break
-                await asyncio.sleep(0.02)
+            assert await app.wait_ready(10)
             with caplog.at_level(logging.INFO):
                 began = time.monotonic()
                 await sim.restart(down_for=2.5)  # 16 informers lose their watches at once

@@ -55,7 +55,7 @@ async def run_app(config: Any, sim: SimCluster, tmp_path: Path) -> tuple[Schedul
     kubeconfig = sim.write_kubeconfig(tmp_path / "kubeconfig")
     app = SchedulerApp(config, kubeconfig=str(kubeconfig), serving=local_serving())
     task = asyncio.create_task(app.run())
-    await eventually(lambda: app.server is not None and app.server.port and app._handler_sync_check() is None)
+    assert await app.wait_ready(15), "the scheduler never became ready"
     return app, task
 
 

@@ -92,13 +92,9 @@ class RunningApps:
     async def run(self, app: SchedulerApp) -> SchedulerApp:
         task = asyncio.create_task(app.run())
         self.started.append((app, task))
-        await eventually(
-            lambda: (
-                task.done()
-                or (app.server is not None and app.server.port and app._handler_sync_check() is None)
-            )
-        )
+        ready = await app.wait_ready(15)
         assert not task.done(), f"the scheduler exited with {task.result()}"
+        assert ready, "the scheduler did not become ready within 15s"
         return app
 
     async def stop(self) -> None:

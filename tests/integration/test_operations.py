@@ -123,12 +123,13 @@ async def test_readyz_waits_for_the_informers_and_metrics_move(sim, tmp_path):
             status, body = await get("/readyz?verbose")
             assert status == 503
             assert "[-]sched-handler-sync" in body
+            assert not app.ready()
+            assert not await app.wait_ready(0.2)  # the nodes cannot be listed: not within 0.2 s
             assert (await get("/healthz"))[0] == 200
             sim.faults.clear()
-            deadline = time.monotonic() + 15
-            while (await get("/readyz"))[0] != 200:
-                assert time.monotonic() < deadline, "never became ready"
-                await asyncio.sleep(0.1)
+            assert await app.wait_ready(15), "never became ready"
+            assert app.ready()
+            assert (await get("/readyz"))[0] == 200
             await sim.create("pods", pod_manifest("counted"))
             await eventually(lambda: node_of(sim, "counted"))
             status, text = await get("/metrics")
@@ -144,10 +145,26 @@ async def test_readyz_waits_for_the_informers_and_metrics_move(sim, tmp_path):
         for point in ("PreFilter", "Filter", "Reserve", "Permit", "PreBind", "Bind", "PostBind"):
             labels = (("extension_point", point), ("profile", "pyscheduler"), ("status", "Success"))
             assert samples[("scheduler_framework_extension_point_duration_seconds_count", labels)] == 1, point
+        app.shutting_down.set()
+        assert not app.ready()  # /readyz's shutdown check fails from the first moment
+        assert not await app.wait_ready(15)  # at once: it will not become ready again
     finally:
         app.shutting_down.set()
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.wait_for(task, 20)
+
+
+async def test_waiting_for_readiness_ends_when_the_app_stops_before_it_is_ready(tmp_path):
+    config = default_config()
+    config.leader_election.leader_elect = False
+    app = SchedulerApp(config, kubeconfig=str(tmp_path / "missing"), serving=local_serving())
+    task = asyncio.create_task(app.run())
+    assert not app.ready()
+    began = time.monotonic()
+    assert not await app.wait_ready(30)
+    assert time.monotonic() - began < 10  # it ended with the app, not with its timeout
+    assert await task == 1  # the kubeconfig does not exist: it cannot reach the cluster
+    assert not app.ready()
 
 
 @pytest.mark.slow

@@ -239,10 +239,7 @@ async def test_a_watched_kind_gets_an_informer_a_lister_and_gates_readiness(plug
         )
         task = asyncio.create_task(app.run())
         try:
-            for _ in range(500):
-                if app.scheduler is not None and app._handler_sync_check() is None:
-                    break
-                await asyncio.sleep(0.01)
+            assert await app.wait_ready(10)
             assert "v1/configmaps" in app.informers.synced()
             plugin = app.frameworks["pyscheduler"].plugins["LabelCost"]
             assert plugin.handle.lister("v1/configmaps").get("default/window")["data"] == {"a": "b"}

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -181,10 +180,7 @@ async def session(tmp_path: Path) -> AsyncIterator[Kubectl]:
         app = SchedulerApp(config, kubeconfig=str(kubeconfig), serving=ServingOptions("127.0.0.1", 0))
         task = asyncio.create_task(app.run())
         try:
-            deadline = time.monotonic() + 15
-            while app.scheduler is None or app._handler_sync_check() is not None:
-                assert time.monotonic() < deadline, "the scheduler never synced"
-                await asyncio.sleep(0.02)
+            assert await app.wait_ready(15), "the scheduler never synced"
             yield Kubectl(sim, kubeconfig, tmp_path)
         finally:
             app.shutting_down.set()
