@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from scheduler.app import SchedulerApp
 from scheduler.config import default_config
 from scheduler.simulate.engine import Simulation
 from scheduler.simulate.snapshot import FORMAT_VERSION, KIND, read_snapshot
@@ -109,13 +110,13 @@ async def parts(snapshot_path: Path, add_path: Path) -> dict[str, float]:
     times["read the snapshot file"] = time.perf_counter() - start
     workloads = load_manifests(add_path, "pyscheduler")
     mark = time.perf_counter()
-    sim = Simulation(objects, default_config(), timeout=300)
+    sim = Simulation(objects, default_config(), app=SchedulerApp, timeout=300)
     await sim.sim.start()
     sim.outcome.warnings += sim.sim.load(objects)
     times["load into the local endpoint"] = time.perf_counter() - mark
     await sim.sim.stop()
     mark = time.perf_counter()
-    async with Simulation(objects, default_config(), timeout=300) as simulation:
+    async with Simulation(objects, default_config(), app=SchedulerApp, timeout=300) as simulation:
         times["load + scheduler start and sync"] = time.perf_counter() - mark
         mark = time.perf_counter()
         outcome = await simulation.add(workloads)

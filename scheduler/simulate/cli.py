@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from scheduler.app import add_plugin_arguments
+from scheduler.app import SchedulerApp, add_plugin_arguments
 from scheduler.client.config import ClientConfigError
 from scheduler.client.kubeconfig import KubeconfigError
 from scheduler.client.rest import ApiError
@@ -130,6 +130,7 @@ async def run(args: argparse.Namespace) -> Outcome:
     async with Simulation(
         objects,
         config,
+        app=SchedulerApp,
         seed=args.seed,
         timeout=args.timeout,
         registry=setup.registry,

@@ -2,8 +2,9 @@
 
 `Simulation` loads the snapshot's objects into a `SimCluster` (no kubelet, no workload
 controllers; the PV controller and provisioner run, so claims bind as in a cluster, and the
-resource-claim controller makes pods' ResourceClaims from their templates), starts a
-`SchedulerApp` in process over HTTP, as `pyscheduler run` would against a cluster, and creates
+resource-claim controller makes pods' ResourceClaims from their templates), starts the
+scheduler it is given (`pyscheduler run`'s `SchedulerApp`, passed in by the command: the engine
+sits below the app) in process over HTTP, as `pyscheduler run` would against a cluster, and creates
 the added objects once the scheduler has synced, so it sees them arrive in order. A pod is
 decided when it is bound, or has PodScheduled=False and is not waiting on a preemption
 (``status.nominatedNodeName``). Capacity mode adds copies of one pod, one at a time, until one
@@ -20,21 +21,21 @@ import dataclasses
 import logging
 import random
 import tempfile
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 from scheduler.api import Pod
 from scheduler.api.quantity import QuantityError
 from scheduler.api.resources import Resource, pod_resources
-from scheduler.app import SchedulerApp
 from scheduler.config import SchedulerConfiguration
 from scheduler.explain import explain_pod
 from scheduler.features import DEFAULT_FEATURES, FeatureGates
 from scheduler.framework import PluginFactory
+from scheduler.runtime import Framework
+from scheduler.schedule_one import Scheduler
 from scheduler.serving.options import ServingOptions
 from scheduler.simulate.workloads import ManifestError, Workload, suffix
 from simcluster import SimCluster
@@ -200,6 +201,35 @@ class _Tracker:
         return self.final_on_nomination or not (pod.get("status") or {}).get("nominatedNodeName")
 
 
+class RunningScheduler(Protocol):
+    """What the simulation needs of the scheduler it runs (a `SchedulerApp`)."""
+
+    @property
+    def scheduler(self) -> Scheduler | None: ...
+    @property
+    def frameworks(self) -> Mapping[str, Framework]: ...
+    @property
+    def shutting_down(self) -> asyncio.Event: ...
+    async def run(self) -> int: ...
+    async def wait_ready(self, timeout: float | None = None) -> bool: ...
+
+
+class SchedulerFactory(Protocol):
+    """Builds the scheduler from `pyscheduler run`'s parts (`SchedulerApp` itself is one)."""
+
+    def __call__(
+        self,
+        config: SchedulerConfiguration,
+        *,
+        kubeconfig: str,
+        serving: ServingOptions,
+        rng: random.Random,
+        registry: Mapping[str, PluginFactory] | None,
+        watches: Sequence[str],
+        features: FeatureGates,
+    ) -> RunningScheduler: ...
+
+
 class Simulation:
     """The local endpoint with a snapshot loaded and the scheduler running against it."""
 
@@ -208,15 +238,17 @@ class Simulation:
         objects: Mapping[str, Iterable[Any]],
         config: SchedulerConfiguration,
         *,
+        app: SchedulerFactory,
         seed: int = 0,
         timeout: float = 60.0,
         registry: Mapping[str, PluginFactory] | None = None,
         watches: Sequence[str] = (),
         features: FeatureGates = DEFAULT_FEATURES,
     ) -> None:
-        """``registry``, ``watches`` and ``features`` are the scheduler's, as `pyscheduler run`
-        builds them from ``--plugin`` and ``--feature-gates`` (default: in-tree plugins, v1.36's
-        gate defaults)."""
+        """``app`` builds the scheduler (`SchedulerApp`); ``registry``, ``watches`` and
+        ``features`` are its parts, as `pyscheduler run` builds them from ``--plugin`` and
+        ``--feature-gates`` (default: in-tree plugins, v1.36's gate defaults)."""
+        self._make_app = app
         self.config = copy.deepcopy(config)
         self._registry, self._watches, self._features = registry, watches, features
         self.config.leader_election.leader_elect = False
@@ -229,7 +261,7 @@ class Simulation:
         self.outcome = Outcome()
         self._objects = objects
         self._tmp = tempfile.TemporaryDirectory()
-        self._app: SchedulerApp | None = None
+        self._app: RunningScheduler | None = None
         self._task: asyncio.Task[int] | None = None
         self._uids: dict[tuple[str, str, str], str] = {}
         self._snapshot_pods: set[str] = set()
@@ -259,7 +291,7 @@ class Simulation:
             key_of(e.obj) for e in self.sim.store.entries("pods") if not e.obj["spec"].get("nodeName")
         }
         kubeconfig = self.sim.write_kubeconfig(Path(self._tmp.name) / "kubeconfig")
-        self._app = SchedulerApp(
+        self._app = self._make_app(
             self.config,
             kubeconfig=str(kubeconfig),
             serving=ServingOptions(bind_address="127.0.0.1", port=0, plain_http=True),
@@ -269,14 +301,14 @@ class Simulation:
             features=self._features,
         )
         self._task = asyncio.create_task(self._app.run(), name="simulated scheduler")
-        deadline = time.monotonic() + self.timeout
-        while self._app.scheduler is None:  # built: its informers exist
-            self._check_running()
-            if time.monotonic() > deadline:
-                raise SimulationError(f"the scheduler did not start within {self.timeout:g}s")
-            await asyncio.sleep(0.01)
-        if not await self._app.informers.wait_synced(max(deadline - time.monotonic(), 0.1)):
-            raise SimulationError(f"the scheduler's informers did not sync within {self.timeout:g}s")
+        ready = asyncio.create_task(self._app.wait_ready(self.timeout))
+        try:
+            await asyncio.wait({ready, self._task}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            ready.cancel()
+        self._check_running()
+        if not ready.done() or not ready.result():
+            raise SimulationError(f"the scheduler did not start and sync within {self.timeout:g}s")
 
     def _check_running(self) -> None:
         task = self._task

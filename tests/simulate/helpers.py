@@ -54,8 +54,7 @@ async def running_scheduler(sim: SimCluster, tmp_path: Path, seed: int = 0) -> A
     )
     task = asyncio.create_task(app.run())
     try:
-        await until(lambda: app.scheduler is not None)
-        assert await app.informers.wait_synced(10)
+        assert await app.wait_ready(20)
         yield app
     finally:
         app.shutting_down.set()

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+from scheduler.app import SchedulerApp
 from scheduler.config import default_config
 from scheduler.simulate.engine import Simulation
 from scheduler.simulate.snapshot import parse_snapshot
@@ -73,7 +74,7 @@ async def test_capacity_equals_brute_force(
         placed = await schedule_directly(sim, copies, tmp_path)
     brute = Counter(node for node in placed.values() if node)
     objects = parse_snapshot(json.loads(path.read_text()), str(path))
-    async with Simulation(objects, default_config(), timeout=30) as simulation:
+    async with Simulation(objects, default_config(), app=SchedulerApp, timeout=30) as simulation:
         capacity = await simulation.capacity(copy, limit=50)
     assert capacity.fits == sum(brute.values())
     assert capacity.per_node == dict(brute)
@@ -84,7 +85,7 @@ async def test_capacity_equals_brute_force(
 
 async def test_capacity_stops_at_its_limit(tmp_path: Path) -> None:
     objects = {"nodes": [node("n-a", "64")]}
-    async with Simulation(objects, default_config(), timeout=30) as simulation:
+    async with Simulation(objects, default_config(), app=SchedulerApp, timeout=30) as simulation:
         capacity = await simulation.capacity(pod("w", "100m"), limit=3)
     assert (capacity.fits, capacity.limit_reached, capacity.stopped_by) == (3, True, "")
 
@@ -115,7 +116,7 @@ def test_the_cli_reports_capacity_and_utilization_as_text(
 
 
 async def test_capacity_never_preempts() -> None:
-    async with Simulation(full_cluster(), default_config(), timeout=30) as simulation:
+    async with Simulation(full_cluster(), default_config(), app=SchedulerApp, timeout=30) as simulation:
         capacity = await simulation.capacity(pod("urgent", "1", priorityClassName="high"), limit=10)
         left = {p["metadata"]["name"] for p in simulation.sim.store.list("pods")}
     assert capacity.fits == 0

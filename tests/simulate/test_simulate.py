@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+from scheduler.app import SchedulerApp
 from scheduler.config import default_config
 from scheduler.simulate.engine import Simulation, key_of
 from scheduler.simulate.workloads import expand
@@ -158,7 +159,7 @@ async def test_from_cluster_equals_a_saved_snapshot(tmp_path: Path) -> None:
 
 async def test_an_added_pod_that_preempts_is_followed_until_it_binds() -> None:
     urgent = pod("urgent", "2", priorityClassName="high")
-    async with Simulation(full_cluster(), default_config(), timeout=30) as simulation:
+    async with Simulation(full_cluster(), default_config(), app=SchedulerApp, timeout=30) as simulation:
         outcome = await simulation.add([expand(urgent, "test", "pyscheduler")])
     # the first FailedScheduling (nominated, victims going) is not the end: it is followed to the bind
     assert [(p.pod, p.node in ("n-a", "n-b")) for p in outcome.placements] == [("default/urgent", True)]
@@ -174,7 +175,7 @@ async def test_a_malformed_snapshot_object_is_reported_once_and_the_rest_simulat
         "nodes": [node("n-a", "2"), {"metadata": {}}],
         "pods": [bad, pod("fine", "1", node_name="n-a")],
     }
-    async with Simulation(objects, default_config(), timeout=30) as simulation:
+    async with Simulation(objects, default_config(), app=SchedulerApp, timeout=30) as simulation:
         outcome = await simulation.add([expand(pod("new", "500m"), "test", "pyscheduler")])
     skipped_node, bad_pod = outcome.warnings
     assert skipped_node == "nodes[1]: skipped, no metadata.name"
@@ -313,7 +314,7 @@ async def test_a_statefulset_claims_bind_to_the_volumes_of_the_snapshot() -> Non
             ],
         },
     }
-    async with Simulation(objects, default_config(), timeout=30) as simulation:
+    async with Simulation(objects, default_config(), app=SchedulerApp, timeout=30) as simulation:
         outcome = await simulation.add([expand(sts, "test", "pyscheduler")])
         claims = {
             c["metadata"]["name"]: c["spec"].get("volumeName", "")
@@ -374,7 +375,7 @@ async def test_pods_with_claim_templates_get_devices_of_the_snapshot() -> None:
             "template": {"metadata": {"labels": {"app": "infer"}}, "spec": spec},
         },
     }
-    async with Simulation(objects, default_config(), timeout=30) as simulation:
+    async with Simulation(objects, default_config(), app=SchedulerApp, timeout=30) as simulation:
         outcome = await simulation.add([expand(deploy, "test", "pyscheduler")])
     assert [p.node for p in outcome.placements] == ["n-b", "n-b"]
     (pending,) = outcome.pending
@@ -441,7 +442,7 @@ async def test_a_pod_pending_for_a_partitioned_gpu_names_the_counter_that_ran_ou
     trainer = pod("trainer")
     trainer["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "whole-gpu"}]
     trainer["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
-    async with Simulation(objects, default_config(), timeout=30) as simulation:
+    async with Simulation(objects, default_config(), app=SchedulerApp, timeout=30) as simulation:
         outcome = await simulation.add([expand(trainer, "test", "pyscheduler")])
     (pending,) = outcome.pending
     assert "cannot allocate all claims" in pending.message
@@ -462,7 +463,7 @@ async def test_pods_pending_in_the_snapshot_that_a_profile_takes_are_reported() 
             {**pod("kube", "100m"), "spec": {**pod("kube")["spec"], "schedulerName": "default-scheduler"}},
         ],
     }
-    async with Simulation(objects, default_config(), timeout=30) as simulation:
+    async with Simulation(objects, default_config(), app=SchedulerApp, timeout=30) as simulation:
         outcome = await simulation.add([expand(pod("new", "1"), "test", "pyscheduler")])
     # the snapshot's pending pod of this profile was first in the queue and took the room
     assert [(p.pod, p.node) for p in outcome.also_placed] == [("default/waiting", "n-a")]
