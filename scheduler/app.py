@@ -1,4 +1,5 @@
-"""`pyscheduler run`: wiring and lifecycle (kube-scheduler's server.go Run, in asyncio).
+"""SchedulerApp, what `pyscheduler run` starts: wiring and lifecycle (kube-scheduler's server.go
+Run, in asyncio). The command's flags and exit codes are in ``scheduler.cmd.run``.
 
 config → client → cache, queue, profiles → informers → status server → wait for handler sync
 → leader election (or not) → scheduling loop; SIGTERM drains bindings, releases the lease and
@@ -7,7 +8,6 @@ exits 0; a leader that loses its lease stops scheduling at once and exits 1 so i
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import gc
@@ -15,11 +15,10 @@ import logging
 import os
 import random
 import signal
-import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from scheduler import __version__, logs
+from scheduler import __version__
 from scheduler.api import Node, Pod
 from scheduler.api.kinds import decoder_for
 from scheduler.build import build_scheduler
@@ -31,7 +30,7 @@ from scheduler.client.outage import OutageLog
 from scheduler.client.rest import KubeClient, TransportError
 from scheduler.client.statuswriter import PodStatusWriter
 from scheduler.client.transport import ProxyError
-from scheduler.config import ConfigError, SchedulerConfiguration, default_config, load_config
+from scheduler.config import SchedulerConfiguration
 from scheduler.eventhandlers import DeviceTaintRuleEvents, MalformedPods, ResourceEvents
 from scheduler.explain.endpoint import explain_handler
 from scheduler.extender import HTTPExtender, close_all
@@ -41,7 +40,6 @@ from scheduler.features import (
     GANG_SCHEDULING,
     GENERIC_WORKLOAD,
     TOPOLOGY_AWARE_WORKLOAD_SCHEDULING,
-    FeatureGateError,
     FeatureGates,
 )
 from scheduler.framework import BackgroundPlugin, PluginFactory
@@ -60,21 +58,15 @@ from scheduler.framework.interface import (
 from scheduler.leaderelection import LeaderElector, LeadershipLost, default_identity
 from scheduler.metrics import SchedulerMetrics
 from scheduler.plugins.gangscheduling import PODGROUPS, WORKLOAD_PLUGINS
-from scheduler.plugins.loading import PluginLoadError, declared_args, factories, load_registry
 from scheduler.plugins.registry import in_tree_registry
 from scheduler.policy import (
     available_plugins,
-    check_profiles,
-    refuse_default_scheduler,
     refuse_shadow,
-    watched_kinds,
     without_plugins,
 )
 from scheduler.queue.scheduling_queue import ACTIVE
-from scheduler.runtime import FrameworkError
 from scheduler.schedule_one import Scheduler
-from scheduler.serving import DelegatedAuth, ServingCertificate, StatusServer, TLSConfigError
-from scheduler.serving import options as serving_options
+from scheduler.serving import DelegatedAuth, ServingCertificate, StatusServer
 from scheduler.serving.auth import MAX_REVIEWS_IN_FLIGHT, REVIEW_BURST, REVIEW_QPS
 from scheduler.serving.options import ServingOptions
 from scheduler.serving.server import Check, Handler
@@ -109,126 +101,6 @@ PLUGIN_RESOURCES: dict[str, tuple[str, str]] = {
 # Watched with DRADeviceTaintRules (its API is beta, off by default on a real server): a rule
 # taints devices as if their slice did, so each change is a ResourceSlice update to the queue.
 DEVICE_TAINT_RULES = ("devicetaintrules", "/apis/resource.k8s.io/v1beta2/devicetaintrules", RESOURCE_SLICE)
-
-
-def add_plugin_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--plugin`` and ``--feature-gates``, as every command that builds the scheduler takes them
-    (run, explain, simulate)."""
-    parser.add_argument(
-        "--plugin",
-        dest="plugins",
-        action="append",
-        default=[],
-        metavar="MODULE:CLASS",
-        help="add a plugin from a module or a file (path/to/file.py:Class); repeatable",
-    )
-    parser.add_argument(
-        "--feature-gates",
-        default="",
-        metavar="Gate=true|false,...",
-        help="feature gates, as kube-scheduler's flag (`pyscheduler feature-gates` lists them)",
-    )
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", help="KubeSchedulerConfiguration file (default: built-in defaults)")
-    parser.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, then in-cluster)")
-    parser.add_argument(
-        "--leader-elect",
-        type=_parse_bool,
-        default=None,
-        metavar="true|false",
-        help="hold a Lease so only one replica schedules (overrides the config file)",
-    )
-    add_plugin_arguments(parser)
-    parser.add_argument(
-        "--allow-default-scheduler-name",
-        action="store_true",
-        help="let a profile be named default-scheduler, or use the Lease kube-system/kube-scheduler "
-        "(only where no kube-scheduler runs)",
-    )
-    parser.add_argument(
-        "--shadow",
-        default="",
-        metavar="SCHEDULER_NAME",
-        help="also decide, never acting, where the first profile would put the pods of this other "
-        "scheduler, and compare with where it binds them (/debug/shadow); default-scheduler is "
-        "allowed, since shadow mode never binds",
-    )
-    parser.add_argument("-v", "--v", dest="verbosity", type=int, default=2, help="log verbosity (0-10)")
-    parser.add_argument(
-        "--logging-format",
-        choices=logs.FORMATS,
-        default="text",
-        help="text (default) or json, one object per line",
-    )
-    serving_options.add_arguments(parser)
-
-
-def _parse_bool(text: str) -> bool:
-    value = text.strip().lower()
-    if value in ("1", "t", "true", "yes"):
-        return True
-    if value in ("0", "f", "false", "no"):
-        return False
-    raise argparse.ArgumentTypeError(f"not a boolean: {text!r}")
-
-
-def main(args: argparse.Namespace) -> int:
-    logs.configure(args.verbosity, args.logging_format)
-    try:
-        features = FeatureGates.parse(args.feature_gates)
-    except FeatureGateError as exc:
-        print(
-            f'pyscheduler: invalid argument "{args.feature_gates}" for "--feature-gates" flag: {exc}',
-            file=sys.stderr,
-        )
-        return 2
-    try:
-        sources = load_registry(args.plugins)
-    except PluginLoadError as exc:
-        print(f"pyscheduler: {exc}", file=sys.stderr)
-        return 2
-    plugin_args = declared_args(sources)
-    try:
-        config = (
-            load_config(args.config, plugin_args, features)
-            if args.config
-            else default_config(plugin_args, features)
-        )
-    except ConfigError as exc:
-        print(f"pyscheduler: invalid configuration {args.config}: {exc}", file=sys.stderr)
-        return 2
-    if args.leader_elect is not None:
-        config.leader_election.leader_elect = args.leader_elect
-    refusal = refuse_default_scheduler(config) if not args.allow_default_scheduler_name else None
-    refusal = refusal or refuse_shadow(config, args.shadow)
-    if refusal:
-        print(f"pyscheduler: {refusal}", file=sys.stderr)
-        return 2
-    registry = factories(sources)
-    try:
-        check_profiles(config, registry, features)
-    except FrameworkError as exc:
-        print(f"pyscheduler: invalid configuration {args.config or '(defaults)'}: {exc}", file=sys.stderr)
-        return 2
-    serving = serving_options.from_args(args)
-    try:
-        serving.tls.validate()
-    except TLSConfigError as exc:
-        print(f"pyscheduler: {exc}", file=sys.stderr)
-        return 2
-    app = SchedulerApp(
-        config,
-        kubeconfig=args.kubeconfig,
-        serving=serving,
-        registry=registry,
-        watches=watched_kinds(config, sources),
-        features=features,
-        tune_gc=True,
-        shadow=args.shadow,
-    )
-    return asyncio.run(app.run())
 
 
 # Young-generation collections every 50,000 allocations instead of 700: a scheduling cycle
@@ -782,4 +654,4 @@ def _own_namespace() -> str:
     return "default"
 
 
-__all__ = ["SchedulerApp", "add_arguments", "main"]
+__all__ = ["MissingResource", "SchedulerApp"]

@@ -1,8 +1,8 @@
 """Command line: `pyscheduler run | sim-cluster | demo | plugins | feature-gates | explain |
 snapshot | simulate | podgroup-controller | version`.
 
-Each subcommand lives in its own module exposing ``add_arguments(parser)`` and
-``main(args) -> int``; the module is imported only when its subcommand runs, so
+Each subcommand lives in its own module of ``scheduler.cmd`` exposing ``add_arguments(parser)``
+and ``main(args) -> int``; the module is imported only when its subcommand runs, so
 ``pyscheduler version`` stays instant.
 """
 
@@ -18,16 +18,19 @@ from scheduler import __version__
 
 # subcommand -> (module, help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "run": ("scheduler.app", "run the scheduler against a cluster"),
-    "sim-cluster": ("simcluster.cli", "serve a local Kubernetes API endpoint with simulated nodes"),
-    "demo": ("scheduler.demo", "run the scheduler against a local simulated cluster and show placements"),
-    "plugins": ("scheduler.plugins.listing", "list the plugins this installation can use, with their args"),
-    "feature-gates": ("scheduler.features", "list the feature gates and their defaults"),
-    "explain": ("scheduler.explain.cli", "why a pod is pending or where it would go, and what would help"),
-    "snapshot": ("scheduler.simulate.snapshot_cli", "save a cluster's objects for `simulate` (read-only)"),
-    "simulate": ("scheduler.simulate.cli", "where the scheduler would put new pods, and how many more fit"),
+    "run": ("scheduler.cmd.run", "run the scheduler against a cluster"),
+    "sim-cluster": (
+        "scheduler.cmd.sim_cluster",
+        "serve a local Kubernetes API endpoint with simulated nodes",
+    ),
+    "demo": ("scheduler.cmd.demo", "run the scheduler against a local simulated cluster and show placements"),
+    "plugins": ("scheduler.cmd.plugins", "list the plugins this installation can use, with their args"),
+    "feature-gates": ("scheduler.cmd.feature_gates", "list the feature gates and their defaults"),
+    "explain": ("scheduler.cmd.explain", "why a pod is pending or where it would go, and what would help"),
+    "snapshot": ("scheduler.cmd.snapshot", "save a cluster's objects for `simulate` (read-only)"),
+    "simulate": ("scheduler.cmd.simulate", "where the scheduler would put new pods, and how many more fit"),
     "podgroup-controller": (
-        "scheduler.podgroup_controller.cli",
+        "scheduler.cmd.podgroup_controller",
         "keep the status of scheduler-plugins' PodGroups (a kopf operator)",
     ),
 }

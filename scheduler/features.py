@@ -10,7 +10,6 @@ naming the feature, never decided wrongly.
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -115,13 +114,13 @@ class FeatureGates:
                 raise FeatureGateError(f"unrecognized feature gate: {name}")
             if gate.locked and value != gate.default:
                 raise FeatureGateError(
-                    f"cannot set feature gate {name} to {_go_bool(value)}, "
-                    f"feature is locked to {_go_bool(gate.default)}"
+                    f"cannot set feature gate {name} to {go_bool(value)}, "
+                    f"feature is locked to {go_bool(gate.default)}"
                 )
             if not gate.switchable and value != gate.default:
                 raise FeatureGateError(
                     f"feature gate {name}: pyscheduler implements only its default "
-                    f"({name}={_go_bool(gate.default)})"
+                    f"({name}={go_bool(gate.default)})"
                 )
             overrides[name] = value
         gates = cls(overrides)
@@ -150,24 +149,6 @@ def _parse_bool(text: str) -> bool | None:
     return None
 
 
-def _go_bool(value: bool) -> str:
+def go_bool(value: bool) -> str:
+    """A bool as Go prints it (``true``/``false``), as upstream's messages and tables show gates."""
     return "true" if value else "false"
-
-
-# ``pyscheduler feature-gates``: the known gates, as a table
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """No options: the command prints every known gate."""
-
-
-def main(args: argparse.Namespace) -> int:
-    rows = [("NAME", "DEFAULT", "STAGE", "PYSCHEDULER", "NOT YET")]
-    for name in sorted(KNOWN):
-        gate = KNOWN[name]
-        honoured = "both values" if gate.switchable else f"only {_go_bool(gate.default)}"
-        rows.append((name, _go_bool(gate.default), gate.stage or "GA", honoured, gate.gap))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
-    return 0

@@ -28,7 +28,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from scheduler.client.rest import raise_for_status
+from scheduler.client.config import load_client_config
+from scheduler.client.rest import KubeClient, raise_for_status
 from scheduler.framework.interface import ApiClient
 
 API_VERSION = "pyscheduler.io/v1"
@@ -126,6 +127,13 @@ async def take_snapshot(client: ApiClient, server: str = "") -> tuple[dict[str, 
         "skipped": skipped,
     }
     return snapshot, skipped
+
+
+async def read_cluster(kubeconfig: str | None) -> tuple[dict[str, Any], list[str]]:
+    """Snapshot the cluster a kubeconfig names (read-only: LISTs only)."""
+    config = await load_client_config(kubeconfig)
+    async with KubeClient(config) as client:
+        return await take_snapshot(client, config.server)
 
 
 def write_snapshot(snapshot: dict[str, Any], path: str | Path) -> None:

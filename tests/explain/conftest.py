@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.explain import cli
+from scheduler.cmd import explain as explain_command
 from simcluster import SimCluster
 from tests.integration.conftest import pod_manifest, start_scheduler  # noqa: F401  (a fixture)
 
@@ -48,9 +48,9 @@ async def cluster() -> AsyncIterator[SimCluster]:
 async def run_explain(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:
     """(exit code, the JSON answer or the table text, stderr)."""
     parser = argparse.ArgumentParser()
-    cli.add_arguments(parser)
+    explain_command.add_arguments(parser)
     args = parser.parse_args(list(argv))
-    code = await cli.run(args)
+    code = await explain_command.run(args)
     out, err = capsys.readouterr()
     if code == 0 and args.output == "json":
         return code, json.loads(out), err

@@ -10,8 +10,9 @@ from typing import Any
 import aiohttp
 import pytest
 
-from scheduler import app as app_module
 from scheduler import policy
+from scheduler.app import SchedulerApp
+from scheduler.cmd import run as run_command
 from scheduler.config import default_config
 from simcluster import SimCluster
 from simcluster.access import ADMIN_TOKEN
@@ -137,10 +138,10 @@ def test_shadow_may_name_default_scheduler_but_not_one_of_our_profiles(capsys):
     assert policy.refuse_default_scheduler(config) is None
     assert policy.refuse_shadow(config, OTHER) is None
     parser = argparse.ArgumentParser()
-    app_module.add_arguments(parser)
-    assert app_module.main(parser.parse_args(["--shadow", "pyscheduler"])) == 2
+    run_command.add_arguments(parser)
+    assert run_command.main(parser.parse_args(["--shadow", "pyscheduler"])) == 2
     assert (
         'refusing --shadow "pyscheduler": it is one of pyscheduler\'s own profiles' in capsys.readouterr().err
     )
     with pytest.raises(ValueError, match="own profiles"):
-        app_module.SchedulerApp(config, shadow="pyscheduler")
+        SchedulerApp(config, shadow="pyscheduler")

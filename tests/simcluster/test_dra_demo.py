@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from scheduler.demo import run_demo
+from scheduler.cmd.demo import run_demo
 
 
 async def test_the_demo_places_the_web_pods_and_shares_a_partitioned_gpu_between_two_pods(

@@ -18,8 +18,7 @@ from scheduler.cli import main
 from scheduler.config import default_config
 from scheduler.serving.options import ServingOptions
 from scheduler.simulate.engine import key_of, unschedulable_condition
-from scheduler.simulate.snapshot import write_snapshot
-from scheduler.simulate.snapshot_cli import read_cluster
+from scheduler.simulate.snapshot import read_cluster, write_snapshot
 from simcluster import SimCluster
 
 REPO = Path(__file__).resolve().parents[2]

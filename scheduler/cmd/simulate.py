@@ -19,10 +19,11 @@ from typing import Any
 
 import yaml
 
-from scheduler.app import SchedulerApp, add_plugin_arguments
+from scheduler.app import SchedulerApp
 from scheduler.client.config import ClientConfigError
 from scheduler.client.kubeconfig import KubeconfigError
 from scheduler.client.rest import ApiError
+from scheduler.cmd.flags import add_plugin_arguments
 from scheduler.config import ConfigError, SchedulerConfiguration, default_config, load_config
 from scheduler.features import FeatureGateError, FeatureGates
 from scheduler.framework import PluginFactory
@@ -31,8 +32,7 @@ from scheduler.policy import check_profiles, watched_kinds
 from scheduler.runtime import FrameworkError
 from scheduler.simulate import html, report
 from scheduler.simulate.engine import Outcome, Simulation, SimulationError
-from scheduler.simulate.snapshot import SnapshotError, read_snapshot
-from scheduler.simulate.snapshot_cli import read_cluster
+from scheduler.simulate.snapshot import SnapshotError, read_cluster, read_snapshot
 from scheduler.simulate.workloads import ManifestError, Workload, expand, load_manifests
 
 

@@ -1,5 +1,8 @@
 """`pyscheduler plugins`: every plugin this installation can use, where it comes from, the
-extension points it implements and its args (with their defaults)."""
+extension points it implements and its args (with their defaults).
+
+Exit codes: 0 listed; 2 a ``--plugin`` that cannot be loaded.
+"""
 
 from __future__ import annotations
 

@@ -8,6 +8,8 @@ in-process against it over real HTTP, creates a Deployment for `pyscheduler`, on
 pods each claiming half a GPU through a ResourceClaimTemplate, then prints where everything
 landed, why the big pod is pending and which partitions the GPU pods' claims were allocated: the
 two halves of one card, sharing its memory.
+
+Exit codes: 0 everything landed as expected; 1 not within ``--timeout``.
 """
 
 from __future__ import annotations
@@ -22,7 +24,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from scheduler.app import SchedulerApp
 from scheduler.config import default_config
+from scheduler.serving.options import ServingOptions
+from simcluster import SimCluster
 
 SCHEDULER_NAME = "pyscheduler"
 
@@ -172,10 +177,6 @@ def main(args: argparse.Namespace) -> int:
 
 
 async def run_demo(replicas: int, timeout: float) -> int:
-    from scheduler.app import SchedulerApp
-    from scheduler.serving.options import ServingOptions
-    from simcluster import SimCluster
-
     async with SimCluster(node_template=NODE_TEMPLATE, kubelet=True) as sim:
         with tempfile.TemporaryDirectory() as tmp:
             kubeconfig = sim.write_kubeconfig(Path(tmp) / "kubeconfig")

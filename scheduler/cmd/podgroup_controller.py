@@ -1,4 +1,7 @@
-"""`pyscheduler podgroup-controller`: flags, the kubeconfig, and the operator's lifetime."""
+"""`pyscheduler podgroup-controller`: flags, the kubeconfig, and the operator's lifetime.
+
+Exit codes: 0 the operator stopped; 2 no usable kubeconfig, or a proxy that cannot be used.
+"""
 
 from __future__ import annotations
 

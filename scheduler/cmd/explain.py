@@ -16,8 +16,9 @@ import sys
 import orjson
 
 from scheduler import logs
-from scheduler.app import MissingResource, SchedulerApp, add_plugin_arguments
+from scheduler.app import MissingResource, SchedulerApp
 from scheduler.client.config import ClientConfigError, load_client_config
+from scheduler.cmd.flags import add_plugin_arguments
 from scheduler.config import ConfigError, default_config, load_config
 from scheduler.explain.evaluate import explain_pod
 from scheduler.explain.lookup import ExplainRefused, pending_pod

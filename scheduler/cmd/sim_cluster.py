@@ -1,4 +1,8 @@
-"""`pyscheduler sim-cluster`: serve a simulated cluster until SIGINT or SIGTERM."""
+"""`pyscheduler sim-cluster`: serve a simulated cluster (``simcluster``) until SIGINT or SIGTERM.
+
+Exit codes: 0 stopped by a signal; 1 the address cannot be listened on; 2 a bad node template or
+access table.
+"""
 
 from __future__ import annotations
 

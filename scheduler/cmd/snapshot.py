@@ -1,4 +1,8 @@
-"""`pyscheduler snapshot -o cluster.json`: save a cluster's objects for `pyscheduler simulate`."""
+"""`pyscheduler snapshot -o cluster.json`: save a cluster's objects for `pyscheduler simulate`.
+
+Exit codes: 0 written; 1 the cluster could not be read; 2 no usable kubeconfig, or the file
+cannot be written.
+"""
 
 from __future__ import annotations
 
@@ -6,22 +10,15 @@ import argparse
 import asyncio
 import sys
 
-from scheduler.client.config import ClientConfigError, load_client_config
+from scheduler.client.config import ClientConfigError
 from scheduler.client.kubeconfig import KubeconfigError
-from scheduler.client.rest import ApiError, KubeClient
-from scheduler.simulate.snapshot import SnapshotError, take_snapshot, write_snapshot
+from scheduler.client.rest import ApiError
+from scheduler.simulate.snapshot import SnapshotError, read_cluster, write_snapshot
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write the snapshot")
     parser.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, then in-cluster)")
-
-
-async def read_cluster(kubeconfig: str | None) -> tuple[dict, list[str]]:
-    """Snapshot the cluster a kubeconfig names (read-only: LISTs only)."""
-    config = await load_client_config(kubeconfig)
-    async with KubeClient(config) as client:
-        return await take_snapshot(client, config.server)
 
 
 def main(args: argparse.Namespace) -> int:
