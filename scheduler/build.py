@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from scheduler.api import Node, Pod
 from scheduler.cache import Cache
+from scheduler.cache.pod_groups import PodGroupMembers
 from scheduler.client.informer import EventHandler
 from scheduler.config import SchedulerConfiguration
 from scheduler.eventhandlers import NodeEvents, PodEvents
@@ -27,12 +28,11 @@ from scheduler.features import (
 )
 from scheduler.framework import ApiClient, ObjectLister, PluginFactory
 from scheduler.framework.clock import REAL_CLOCK, Clock
-from scheduler.gang.cycle import PodGroupCycle
-from scheduler.gang.members import PodGroupMembers
 from scheduler.queue import ProfilesPolicy, SchedulingQueue
 from scheduler.runtime import Framework, FrameworkError
 from scheduler.runtime.handle import FrameworkHandle
 from scheduler.schedule_one import EventSink, Scheduler, StatusSink
+from scheduler.schedule_one_podgroup import PodGroupCycle
 
 if TYPE_CHECKING:
     from scheduler.metrics import SchedulerMetrics

@@ -11,15 +11,12 @@ from __future__ import annotations
 import platform
 import random
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
 from prometheus_client.exposition import choose_encoder
 
 from scheduler import __version__
-
-if TYPE_CHECKING:
-    from scheduler.gang.metrics import PodGroupMetrics
 
 SUBSYSTEM = "scheduler"
 
@@ -34,10 +31,11 @@ PLUGIN_METRICS_SAMPLE_PERCENT = 10
 # Attempt counts at or above this share one label value, to keep the SLI histogram's cardinality bounded.
 MAX_ATTEMPTS_LABEL = 15
 
-# Values of the ``result`` label.
+# Values of the ``result`` label (the last only of the pod-group metrics).
 SCHEDULED = "scheduled"
 UNSCHEDULABLE = "unschedulable"
 ERROR = "error"
+WAITING_ON_PREEMPTION = "waiting_on_preemption"
 
 
 def exponential_buckets(start: float, factor: float, count: int) -> list[float]:
@@ -76,6 +74,56 @@ class LabelledChildren:
 def attempts_label(attempts: int) -> str:
     """The ``attempts`` label of the SLI histogram: the count, capped at ``15+``."""
     return f"{MAX_ATTEMPTS_LABEL}+" if attempts >= MAX_ATTEMPTS_LABEL else str(attempts)
+
+
+class PodGroupMetrics:
+    """scheduler_podgroup_schedule_attempts_total, ..._scheduling_attempt_duration_seconds and
+    ..._scheduling_algorithm_duration_seconds, and pyscheduler_pending_podgroups. One per
+    registry (``SchedulerMetrics.pod_groups``), registered only once pod groups are scheduled: by
+    the pod-group cycle (GenericWorkload on, as upstream) or by Coscheduling."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        buckets = exponential_buckets(0.001, 2, 15)
+        self.attempts = Counter(
+            "podgroup_schedule_attempts_total",
+            "Number of attempts to schedule pod group, by the result. 'unschedulable' means a pod "
+            "group could not be scheduled, while 'error' means an internal scheduler problem.",
+            ["result", "profile"],
+            namespace=SUBSYSTEM,
+            registry=registry,
+        )
+        self.attempt_duration = Histogram(
+            "podgroup_scheduling_attempt_duration_seconds",
+            "Pod group scheduling attempt latency in seconds (scheduling algorithm + binding)",
+            ["result", "profile"],
+            namespace=SUBSYSTEM,
+            buckets=buckets,
+            registry=registry,
+        )
+        # pyscheduler's own: upstream v1.36 has no count of groups waiting
+        self.pending = Gauge(
+            "pyscheduler_pending_podgroups",
+            "Pod groups with pods waiting to be scheduled (attempted, not placed yet), by profile.",
+            ["profile"],
+            registry=registry,
+        )
+        self.algorithm_duration = Histogram(
+            "podgroup_scheduling_algorithm_duration_seconds",
+            "Pod group scheduling algorithm latency in seconds",
+            namespace=SUBSYSTEM,
+            buckets=buckets,
+            registry=registry,
+        )
+
+    def set_pending(self, profile: str, count: int) -> None:
+        self.pending.labels(profile=profile).set(count)
+
+    def observe_attempt(self, result: str, profile: str, duration: float) -> None:
+        self.attempts.labels(result=result, profile=profile).inc()
+        self.attempt_duration.labels(result=result, profile=profile).observe(duration)
+
+    def observe_algorithm(self, duration: float) -> None:
+        self.algorithm_duration.observe(duration)
 
 
 class SchedulerMetrics:
@@ -408,8 +456,6 @@ class SchedulerMetrics:
         """The pod-group metrics, registered once, on first use: by the pod-group cycle
         (GenericWorkload on, as upstream) or by a profile's Coscheduling."""
         if self._pod_groups is None:
-            from scheduler.gang.metrics import PodGroupMetrics  # imports this module
-
             self._pod_groups = PodGroupMetrics(self.registry)
         return self._pod_groups
 

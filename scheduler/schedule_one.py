@@ -189,7 +189,7 @@ class Scheduler:
         self.extenders = tuple(extenders)  # shared by the profiles, ignorable ones last
         # where the next search for feasible nodes starts, so every node gets its turn
         self._next_start_index = 0
-        # GenericWorkload: the pod-group cycle (scheduler.gang.cycle) schedules pods of a PodGroup
+        # GenericWorkload: the pod-group cycle (scheduler.schedule_one_podgroup) schedules pods of a PodGroup
         self.pod_groups: PodGroupScheduler | None = None
 
     # ------------------------------------------------------------------ loop
@@ -258,7 +258,7 @@ class Scheduler:
             if isinstance(result, FitError) and fwk.post_filter_plugins:
                 post = await fwk.run_post_filter(state, pod, result.diagnosis)
         if isinstance(result, Status):
-            self._fail(fwk, info, result, None, CLEAR_NOMINATION, start, cycle)
+            self.handle_scheduling_failure(fwk, info, result, None, CLEAR_NOMINATION, start, cycle)
             return False
         if isinstance(result, FitError):
             # without PostFilter plugins nothing can nominate the pod: a nomination is void
@@ -270,9 +270,9 @@ class Scheduler:
                     if post_status.code == Code.ERROR:
                         log.error("PostFilter failed for pod %s: %s", pod.key, post_status.message())
                 nominated = post_result
-                self._record_nomination(pod, post_result)
+                self.record_nomination(pod, post_result)
             status = Status(Code.UNSCHEDULABLE, (result.message(),))
-            self._fail(fwk, info, status, result, nominated, start, cycle)
+            self.handle_scheduling_failure(fwk, info, status, result, nominated, start, cycle)
             return False
         self._observe_algorithm(start)
 
@@ -290,8 +290,8 @@ class Scheduler:
         if status is not None and status.code != Code.WAIT:
             fwk.run_unreserve(state, assumed, result.node_name)
             self.cache.forget_pod(assumed)
-            fit = self._single_node_fit_error(result.node_name, status) if status.is_rejected else None
-            self._fail(fwk, info, status, fit, CLEAR_NOMINATION, start, cycle)
+            fit = self.single_node_fit_error(result.node_name, status) if status.is_rejected else None
+            self.handle_scheduling_failure(fwk, info, status, fit, CLEAR_NOMINATION, start, cycle)
             return False
 
         task = asyncio.create_task(self._binding_cycle(fwk, state, info, assumed, result, start, cycle))
@@ -306,8 +306,9 @@ class Scheduler:
             if waiting is not None:
                 waiting.reject("", "pod was deleted while waiting at Permit")
 
-    def _record_nomination(self, pod: Pod, result: PostFilterResult | None) -> None:
-        """Follow PostFilter's verdict at once, before the API reflects the status patch."""
+    def record_nomination(self, pod: Pod, result: PostFilterResult | None) -> None:
+        """Follow PostFilter's verdict at once, before the API reflects the status patch: the queue
+        holds room for the pod on its nominated node, or no longer does (an empty name)."""
         if result is None:
             return
         if result.nominated_node_name:
@@ -466,7 +467,9 @@ class Scheduler:
         return ScheduleResult(name, 1, 1)
 
     @staticmethod
-    def _single_node_fit_error(node_name: str, status: Status) -> FitError:
+    def single_node_fit_error(node_name: str, status: Status) -> FitError:
+        """A FitError for a pod rejected on its chosen node after Filter (by Reserve, Permit or
+        binding): what the failure reports as the pod's unschedulable plugins."""
         diagnosis = Diagnosis(node_to_status={node_name: status}, unschedulable_plugins={status.plugin})
         return FitError(1, diagnosis)
 
@@ -496,7 +499,7 @@ class Scheduler:
             status = await fwk.wait_on_permit(assumed)
         fit = None
         if status is not None and status.is_rejected:
-            fit = self._single_node_fit_error(node, status)
+            fit = self.single_node_fit_error(node, status)
         if status is None:
             self.queue.done(assumed.uid)
             status = await fwk.run_pre_bind(state, assumed, node)
@@ -527,15 +530,15 @@ class Scheduler:
         # Resources the assumed pod held are free again: pods they blocked may fit now. A rejected
         # pod is parked first and left out, so the event does not undo its own rejection.
         if status.is_rejected:
-            self._fail(fwk, info, status, fit, CLEAR_NOMINATION, start, cycle)
+            self.handle_scheduling_failure(fwk, info, status, fit, CLEAR_NOMINATION, start, cycle)
             self.queue.on_cluster_event(ASSIGNED_POD_DELETE, assumed, None, exclude=assumed.uid)
         else:
             self.queue.on_cluster_event(ASSIGNED_POD_DELETE, assumed, None)
-            self._fail(fwk, info, status, fit, CLEAR_NOMINATION, start, cycle)
+            self.handle_scheduling_failure(fwk, info, status, fit, CLEAR_NOMINATION, start, cycle)
 
     # ------------------------------------------------------------------ failures
 
-    def _fail(
+    def handle_scheduling_failure(
         self,
         fwk: Framework,
         info: QueuedPodInfo,
@@ -545,7 +548,12 @@ class Scheduler:
         start: float,
         cycle: int,
     ) -> None:
-        """Report the failure (event + PodScheduled condition) and put the pod back in the queue."""
+        """Report the failure (event + PodScheduled condition) and put the pod back in the queue
+        (upstream's handleSchedulingFailure). ``fit`` is the FitError of a rejection (None for an
+        error); ``nominated`` a PostFilter result to write with it (``CLEAR_NOMINATION`` clears
+        the pod's nominated node, None leaves it); ``start`` and ``cycle`` are the attempt's
+        ``perf_counter`` start and the queue's scheduling cycle when it popped the pod. The pod
+        cycle and the pod-group cycle report every failed pod here."""
         pod = info.pod
         rejected = fit is not None or status.is_rejected
         reason = POD_REASON_UNSCHEDULABLE if rejected else POD_REASON_SCHEDULER_ERROR

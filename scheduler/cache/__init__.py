@@ -1,4 +1,5 @@
-"""The scheduler cache: NodeInfo per node, assumed pods, and the per-cycle snapshot."""
+"""The scheduler cache: NodeInfo per node, assumed pods, the per-cycle snapshot, and pod-group
+membership (``pod_groups``, with GenericWorkload)."""
 
 from scheduler.cache.cache import Cache, CacheError
 from scheduler.cache.node_tree import NodeTree, zone_key

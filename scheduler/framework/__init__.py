@@ -77,12 +77,21 @@ from scheduler.framework.interface import (
     WaitingPods,
 )
 from scheduler.framework.nodetable import NodeTable
+from scheduler.framework.placement import (
+    EVERY_NODE,
+    PLACEMENT_KEY,
+    Placement,
+    PlacementGeneratePlugin,
+    PlacementScorePlugin,
+)
 from scheduler.framework.status import SUCCESS, Code, Status, is_success
 from scheduler.framework.types import ImageStateSummary, NodeInfo, QueuedPodInfo
 
 __all__ = [
+    "EVERY_NODE",
     "MAX_NODE_SCORE",
     "MIN_NODE_SCORE",
+    "PLACEMENT_KEY",
     "SUCCESS",
     "ActionType",
     "ApiClient",
@@ -118,6 +127,9 @@ __all__ = [
     "NodeVerdicts",
     "ObjectLister",
     "PermitPlugin",
+    "Placement",
+    "PlacementGeneratePlugin",
+    "PlacementScorePlugin",
     "Plugin",
     "PluginFactory",
     "PluginMetrics",

@@ -8,11 +8,24 @@ from typing import TYPE_CHECKING
 from scheduler.api import Pod
 from scheduler.framework import ApiClient, NodeLister, ObjectLister
 from scheduler.framework.clock import REAL_CLOCK, Clock
-from scheduler.framework.interface import Extender, PluginMetrics, PluginsRunner, PodGroups, WaitingPods
-from scheduler.gang.members import PodGroupMembers
+from scheduler.framework.interface import (
+    Extender,
+    PluginMetrics,
+    PluginsRunner,
+    PodGroups,
+    PodGroupState,
+    WaitingPods,
+)
 
 if TYPE_CHECKING:
     from scheduler.runtime.framework import Framework
+
+
+class NoPodGroups:
+    """The pod groups of a handle built without any (GenericWorkload off): no pod is in one."""
+
+    def get(self, namespace: str, name: str) -> PodGroupState | None:
+        return None
 
 
 class FrameworkHandle:
@@ -45,7 +58,7 @@ class FrameworkHandle:
         self._metrics = metrics
         self._clock = clock
         self._extenders = tuple(extenders)
-        self._pod_groups = pod_groups if pod_groups is not None else PodGroupMembers()
+        self._pod_groups = pod_groups if pod_groups is not None else NoPodGroups()
         self._framework: Framework | None = None
 
     def attach(self, framework: Framework) -> None:

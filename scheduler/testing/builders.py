@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from scheduler.api import Node, Pod
+from scheduler.cache.pod_groups import PodGroupMembers
 from scheduler.framework import (
     ApiResponse,
     CycleState,
@@ -30,7 +31,6 @@ from scheduler.framework import (
     WaitingPods,
 )
 from scheduler.framework.pod_index import PodIndex
-from scheduler.gang.members import PodGroupMembers
 from scheduler.runtime.waiting import WaitingPodMap
 from scheduler.testing.clock import FakeClock
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from scheduler.api import MalformedObject, Pod
-from scheduler.gang.members import UNSCHEDULED_POD_ADD, PodGroupMembers
+from scheduler.cache.pod_groups import UNSCHEDULED_POD_ADD, PodGroupMembers
 from scheduler.testing import pod_dict
 
 

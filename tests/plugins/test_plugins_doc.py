@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.framework import interface
+from scheduler.framework import interface, placement
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "plugins.md"
@@ -124,8 +124,9 @@ def logs(background: list[tuple[subprocess.Popen[bytes], Path]]) -> str:
 def test_every_extension_point_protocol_is_documented() -> None:
     text = DOC.read_text()
     protocols = {
-        name: getattr(interface, name)
-        for name in dir(interface)
+        name: getattr(module, name)
+        for module in (interface, placement)
+        for name in dir(module)
         if name.endswith(("Plugin", "Normalizer", "Extensions")) and name != "Plugin"
     }
     methods = {
@@ -134,6 +135,13 @@ def test_every_extension_point_protocol_is_documented() -> None:
         for method in vars(protocol)
         if not method.startswith("_") and callable(vars(protocol)[method])
     }
-    assert methods >= {"filter", "score_nodes", "permit", "run_in_background", "events_to_register"}
+    assert methods >= {
+        "filter",
+        "score_nodes",
+        "permit",
+        "run_in_background",
+        "events_to_register",
+        "generate_placements",
+    }
     missing = sorted(m for m in methods if f"`{m}(" not in text and f"`async {m}(" not in text)
     assert not missing, f"docs/plugins.md does not show the signature of {missing}"

@@ -10,7 +10,8 @@ from scheduler.framework import Handle
 
 # The kind as plugins declare it in ``watches`` and as it names its cluster events.
 PODGROUPS = "scheduling.k8s.io/v1alpha2/podgroups"
-# CycleState key set while the pod-group cycle only tries a member's placement (see scheduler.gang)
+# CycleState key set while the pod-group cycle only tries a member's placement
+# (see scheduler.schedule_one_podgroup)
 POD_GROUP_TRIAL = "PodGroupTrial"
 
 

@@ -9,15 +9,17 @@ from typing import Any, ClassVar
 
 from scheduler.api import Pod
 from scheduler.framework import (
+    EVERY_NODE,
+    PLACEMENT_KEY,
     CycleState,
     Handle,
     NodeLister,
+    Placement,
     PodGroupState,
     PreFilterResult,
     SignFragment,
     Status,
 )
-from scheduler.gang.placement import EVERY_NODE, PLACEMENT_KEY, Placement
 from scheduler.plugins.gangscheduling.podgroups import PODGROUPS, topology_key
 
 NAME = "TopologyPlacementGenerator"

@@ -2,7 +2,8 @@
 
 A placement generator splits the nodes (e.g. one placement per zone); the pod-group cycle places
 the whole group within each placement in turn, and placement scorers pick among the placements
-where it fits. Internal to the in-tree workload plugins (not part of the plugin API yet).
+where it fits (upstream's PlacementGeneratePlugin and PlacementScorePlugin). Alpha, like the gate:
+the in-tree workload plugins are their only users so far.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from scheduler.framework import NodeLister, PodGroupState, Status
+from scheduler.framework.interface import NodeLister, PodGroupState
+from scheduler.framework.status import Status
 
 # CycleState key under which a trial placement is written for the placement's PreFilter.
 PLACEMENT_KEY = "PodGroupPlacement"

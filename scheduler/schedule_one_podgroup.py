@@ -30,16 +30,21 @@ from datetime import UTC, datetime
 from typing import Any
 
 from scheduler.api import Pod
-from scheduler.framework import Code, CycleState, ObjectLister, PostFilterResult, QueuedPodInfo, Status
-from scheduler.gang.members import PodGroupMembers
-from scheduler.gang.metrics import ERROR, SCHEDULED, UNSCHEDULABLE, WAITING_ON_PREEMPTION, PodGroupMetrics
-from scheduler.gang.placement import (
+from scheduler.cache.pod_groups import PodGroupMembers
+from scheduler.framework import (
     EVERY_NODE,
     PLACEMENT_KEY,
+    Code,
+    CycleState,
+    ObjectLister,
     Placement,
     PlacementGeneratePlugin,
     PlacementScorePlugin,
+    PostFilterResult,
+    QueuedPodInfo,
+    Status,
 )
+from scheduler.metrics import ERROR, SCHEDULED, UNSCHEDULABLE, WAITING_ON_PREEMPTION, PodGroupMetrics
 from scheduler.plugins.defaultpreemption.deferred import DEFERRED_EVICTIONS, DeferredEvictions
 from scheduler.plugins.gangscheduling import PODGROUPS
 from scheduler.plugins.gangscheduling.plugin import NAME as GANG_SCHEDULING
@@ -124,7 +129,9 @@ class PodGroupCycle:
                 if fwk is None:
                     sched.queue.done(member.pod.uid)
                 else:
-                    sched._fail(fwk, member, Status.from_error(error), None, CLEAR_NOMINATION, start, cycle)
+                    sched.handle_scheduling_failure(
+                        fwk, member, Status.from_error(error), None, CLEAR_NOMINATION, start, cycle
+                    )
             return
         fwk = sched.frameworks.get(pod.scheduler_name)
         if fwk is None:
@@ -320,7 +327,7 @@ class PodGroupCycle:
                 result.diagnosis.post_filter_msg = post_status.message()
             attempt.failure = Status(Code.UNSCHEDULABLE, (result.message(),))
             attempt.nominated = post_result
-            sched._record_nomination(pod, post_result)
+            sched.record_nomination(pod, post_result)
             if post_result is None or not post_result.nominated_node_name:
                 return attempt
             # Preemption frees a node: the next members must see this one there already.
@@ -339,7 +346,7 @@ class PodGroupCycle:
                 attempt.nominated = CLEAR_NOMINATION
             attempt.failure = status
             attempt.fit = (
-                sched._single_node_fit_error(result.node_name, status) if status.is_rejected else None
+                sched.single_node_fit_error(result.node_name, status) if status.is_rejected else None
             )
             attempt.needs_preemption = False
             return attempt
@@ -372,8 +379,10 @@ class PodGroupCycle:
             if status is not None and status.code != Code.WAIT:
                 fwk.run_unreserve(attempt.state, assumed, node)
                 sched.cache.undo_assume(assumed)
-                fit = sched._single_node_fit_error(node, status) if status.is_rejected else None
-                sched._fail(fwk, attempt.info, status, fit, CLEAR_NOMINATION, start, cycle)
+                fit = sched.single_node_fit_error(node, status) if status.is_rejected else None
+                sched.handle_scheduling_failure(
+                    fwk, attempt.info, status, fit, CLEAR_NOMINATION, start, cycle
+                )
                 continue
             sched.bind_in_background(fwk, attempt.state, attempt.info, assumed, attempt.result, start, cycle)
             placed.append(attempt)
@@ -401,7 +410,7 @@ class PodGroupCycle:
             if outcome.status is None:  # schedulable group: only this member failed
                 if attempt.result is None:
                     status = attempt.failure or Status.unschedulable(GROUP_UNSCHEDULABLE)
-                    sched._fail(
+                    sched.handle_scheduling_failure(
                         fwk, info, status, attempt.fit, attempt.nominated or CLEAR_NOMINATION, start, cycle
                     )
                 continue  # failed for real while being placed: reported already
@@ -411,22 +420,24 @@ class PodGroupCycle:
                     if attempt.failure is not None and attempt.failure.code == Code.ERROR
                     else None
                 )
-                sched._fail(fwk, info, own or outcome.status, None, CLEAR_NOMINATION, start, cycle)
+                sched.handle_scheduling_failure(
+                    fwk, info, own or outcome.status, None, CLEAR_NOMINATION, start, cycle
+                )
                 continue
             if attempt.result is not None and outcome.waiting_on_preemption:
                 nominated = PostFilterResult(attempt.result.node_name)
-                sched._record_nomination(info.pod, nominated)
-                sched._fail(fwk, info, outcome.status, None, nominated, start, cycle)
+                sched.record_nomination(info.pod, nominated)
+                sched.handle_scheduling_failure(fwk, info, outcome.status, None, nominated, start, cycle)
             elif attempt.result is not None:
                 # placed, but the group as a whole is not: the member waits with Permit's reason
                 message = ", ".join(
                     (GROUP_UNSCHEDULABLE, *(attempt.permit.reasons if attempt.permit else ()))
                 )
                 status = Status(Code.UNSCHEDULABLE, (message,), gang)
-                sched._fail(fwk, info, status, None, CLEAR_NOMINATION, start, cycle)
+                sched.handle_scheduling_failure(fwk, info, status, None, CLEAR_NOMINATION, start, cycle)
             else:
                 status = attempt.failure or Status.unschedulable(GROUP_UNSCHEDULABLE)
-                sched._fail(
+                sched.handle_scheduling_failure(
                     fwk, info, status, attempt.fit, attempt.nominated or CLEAR_NOMINATION, start, cycle
                 )
         # members never tried (an error stopped the group first) share the group's status
@@ -434,7 +445,7 @@ class PodGroupCycle:
         for info in infos:
             if info.pod.uid not in tried:
                 status = outcome.status or Status.unschedulable(GROUP_UNSCHEDULABLE)
-                sched._fail(fwk, info, status, None, CLEAR_NOMINATION, start, cycle)
+                sched.handle_scheduling_failure(fwk, info, status, None, CLEAR_NOMINATION, start, cycle)
 
     def _set_condition(self, fwk: Framework, pod: Pod, outcome: GroupOutcome, start: float) -> None:
         duration = time.perf_counter() - start
