@@ -76,7 +76,7 @@ COMPONENTS = (
     ("informers", ("scheduler/client/informer.py", "scheduler/eventhandlers.py")),
     ("cache & queue", ("scheduler/cache/", "scheduler/queue/")),
     ("scheduling cycle", ("scheduler/schedule_one.py", "scheduler/runtime/", "scheduler/plugins/", "numpy")),
-    ("events & status", ("scheduler/client/events.py", "scheduler/client/statuswriter.py")),
+    ("events & status", ("scheduler/apidispatcher/",)),
     ("HTTP client", ("scheduler/client/transport.py", "scheduler/client/rest.py", "ssl.py")),
     ("event loop", ("asyncio", "selectors")),
     ("logging", ("logging",)),

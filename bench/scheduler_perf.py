@@ -34,13 +34,14 @@ our feature gates are v1.36's defaults, so the variant quoted is the one with th
 How a run maps to upstream's:
 
 - The scheduler is the real one (cache, queue with its backoff flusher, framework with the default
-  profile, the DefaultBinder, DefaultPreemption, the PodStatusWriter), on one asyncio loop. The API
-  server and the informers are played by ``Cluster``: objects live in dicts and every change (a
-  create, the Binding, a status patch, a delete) reaches the scheduler through the real informer
-  handlers (``scheduler.eventhandlers.PodEvents`` / ``NodeEvents``) on the next turn of the loop,
-  as a watch event would. A preemption victim is patched (DisruptionTarget) and DELETEd through
-  that API, and its deletion reaches the cache as the informer's delete does (``cache.remove_pod``
-  plus the AssignedPodDelete event that requeues the preemptor).
+  profile, the DefaultBinder, DefaultPreemption, the APIDispatcher writing pod status), on one
+  asyncio loop. The API server and the informers are played by ``Cluster``: objects live in dicts
+  and every change (a create, the Binding, a status patch, a delete) reaches the scheduler
+  through the real informer handlers (``scheduler.eventhandlers.PodEvents`` / ``NodeEvents``) on
+  the next turn of the loop, as a watch event would. A preemption victim is patched
+  (DisruptionTarget) and DELETEd through that API, and its deletion reaches the cache as the
+  informer's delete does (``cache.remove_pod`` plus the AssignedPodDelete event that requeues the
+  preemptor).
 - createNodes: node-default (4 CPUs, 32Gi, 110 pods) named ``scheduler-perf-NNNNN`` with its
   kubernetes.io/hostname label, plus labelNodePrepareStrategy's label round-robin.
 - createPods: an op's pods are created at once and the op waits until all are scheduled, as
@@ -81,8 +82,8 @@ from typing import Any
 
 from bench.common import Harness
 from scheduler.api import Pod
+from scheduler.apidispatcher import RELEVANCES, APIDispatcher, PodStatusUpdates
 from scheduler.app import PLUGIN_RESOURCES
-from scheduler.client.statuswriter import PodStatusWriter
 from scheduler.testing.inmemory import InMemoryCluster
 
 SCHEDULER = "pyscheduler"
@@ -590,7 +591,8 @@ async def run(
     to do now (churned pods decided, preemptions carried out).
     """
     cluster = Cluster()
-    status = PodStatusWriter(cluster, cluster.current)
+    dispatcher = APIDispatcher(cluster, RELEVANCES, "status writer")
+    status = PodStatusUpdates(dispatcher, cluster, cluster.current)
     harness = Harness(
         0, client=cluster, listers=cluster.listers, current_pod=cluster.current, status=status, binder=None
     )
@@ -614,7 +616,7 @@ async def run(
     background = [
         asyncio.create_task(schedule_loop()),
         asyncio.create_task(queue.run()),
-        asyncio.create_task(status.run()),
+        asyncio.create_task(dispatcher.run()),
     ]
     progress = ChurnProgress()
     init_pods = 0

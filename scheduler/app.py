@@ -21,14 +21,13 @@ from typing import Any
 from scheduler import __version__
 from scheduler.api import Node, Pod
 from scheduler.api.kinds import decoder_for
+from scheduler.apidispatcher import RELEVANCES, APIDispatcher, EventRecorder, PodStatusUpdates
 from scheduler.build import build_scheduler
 from scheduler.client.backoff import Backoff
 from scheduler.client.config import ClientConfigError, load_client_config
-from scheduler.client.events import EventRecorder
 from scheduler.client.informer import EventHandler, Informer, InformerGroup
 from scheduler.client.outage import OutageLog
 from scheduler.client.rest import KubeClient, TransportError
-from scheduler.client.statuswriter import PodStatusWriter
 from scheduler.client.transport import ProxyError
 from scheduler.config import SchedulerConfiguration
 from scheduler.eventhandlers import DeviceTaintRuleEvents, MalformedPods, ResourceEvents
@@ -56,7 +55,7 @@ from scheduler.framework.interface import (
     VOLUME_ATTACHMENT,
 )
 from scheduler.leaderelection import LeaderElector, LeadershipLost, default_identity
-from scheduler.metrics import SchedulerMetrics
+from scheduler.metrics import AsyncAPICallMetrics, SchedulerMetrics
 from scheduler.plugins.gangscheduling import PODGROUPS, WORKLOAD_PLUGINS
 from scheduler.plugins.registry import in_tree_registry
 from scheduler.policy import (
@@ -185,7 +184,16 @@ class SchedulerApp:
         self.recorders = {
             name: EventRecorder(events_client, name, self.identity, outage=self.outage) for name in names
         }
-        self.status_writer = PodStatusWriter(self.client, self._status_of, outage=self.outage)
+        # kube-scheduler's APIDispatcher: pod status patches (conditions, nominations) in the background
+        self.api_dispatcher = APIDispatcher(
+            self.client,
+            RELEVANCES,
+            "status writer",
+            max_in_flight=self.config.parallelism,
+            outage=self.outage,
+            metrics=AsyncAPICallMetrics(self.metrics.registry),
+        )
+        self.pod_status = PodStatusUpdates(self.api_dispatcher, self.client, self._status_of)
         self.recorder = _ProfileEvents(self.recorders)
         listers: dict[str, Any] = {}
         parts = build_scheduler(
@@ -193,7 +201,7 @@ class SchedulerApp:
             self.registry,
             self.client,
             events=self.recorder,
-            status=self.status_writer,
+            status=self.pod_status,
             current_pod=self._current_pod,
             listers=listers,
             metrics=self.metrics,
@@ -216,7 +224,7 @@ class SchedulerApp:
             kept = parts.api_objects
             decode_pod, pod_events = kept.pods.decoder(decode_pod), kept.pods.handler(pod_events)
             decode_node, node_events = kept.nodes.decoder(decode_node), kept.nodes.handler(node_events)
-        self.malformed_pods = MalformedPods(names, self.queue, self.recorder, self.status_writer)
+        self.malformed_pods = MalformedPods(names, self.queue, self.recorder, self.pod_status)
         self.pod_informer = Informer(
             self.client,
             "/api/v1/pods",
@@ -505,7 +513,7 @@ class SchedulerApp:
         self._spawn(self.queue.run(), "queue flusher")
         for name, recorder in self.recorders.items():
             self._spawn(recorder.run(), f"event recorder {name}")
-        self._spawn(self.status_writer.run(), "pod status writer")
+        self._spawn(self.api_dispatcher.run(), "api dispatcher")
         self._spawn(self._expire_assumed_pods(), "assumed pod expiry")
         for coro, name in self._spawn_later:
             self._spawn(coro, name)
@@ -579,7 +587,7 @@ class SchedulerApp:
         if self.elector is None:
             await self._drain_bindings()
         with contextlib.suppress(Exception):
-            await self.status_writer.flush(timeout=2.0)
+            await self.api_dispatcher.flush(timeout=2.0)
         for recorder in self.recorders.values():
             with contextlib.suppress(Exception):
                 await recorder.flush(timeout=2.0)

@@ -190,7 +190,7 @@ class MalformedPods:
     PodScheduled=False with reason Unschedulable and what is wrong), once per problem (the
     informer's promise), and leaves the queue (a last good version there is not what the pod asks
     for any more); a good version brings it back as an update. Any other malformed pod is only
-    logged, by the informer. ``get`` is the pod as the status writer must see it, since the
+    logged, by the informer. ``get`` is the pod as the status patch must see it, since the
     informer's store has no current version of it.
     """
 

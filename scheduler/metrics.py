@@ -530,3 +530,48 @@ class SchedulerMetrics:
         (Prometheus text format unless OpenMetrics is asked for)."""
         encoder, content_type = choose_encoder(accept or "")
         return encoder(self.registry), content_type
+
+
+# ------------------------------------------------------------------ the APIDispatcher's metrics
+
+
+class AsyncAPICallMetrics:
+    """The APIDispatcher's calls (``call_type``: pod_status_patch; ``result``: success, error).
+
+    Upstream registers these only with SchedulerAsyncAPICalls on, the only case in which its
+    dispatcher runs; pyscheduler always writes pod status through its dispatcher, so they are
+    always there.
+    """
+
+    __slots__ = ("execution_duration", "executions", "pending_calls")
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.executions = Counter(
+            "async_api_call_execution_total",
+            "API calls the asynchronous dispatcher has sent, by call type and result.",
+            ["call_type", "result"],
+            namespace=SUBSYSTEM,
+            registry=registry,
+        )
+        self.execution_duration = Histogram(
+            "async_api_call_execution_duration_seconds",
+            "Seconds one API call of the asynchronous dispatcher took, by call type and result.",
+            ["call_type", "result"],
+            namespace=SUBSYSTEM,
+            buckets=exponential_buckets(0.001, 2, 15),
+            registry=registry,
+        )
+        self.pending_calls = Gauge(
+            "pending_async_api_calls",
+            "API calls waiting in the asynchronous dispatcher's queue (not yet sent).",
+            ["call_type"],
+            namespace=SUBSYSTEM,
+            registry=registry,
+        )
+
+    def executed(self, call_type: str, result: str, seconds: float) -> None:
+        self.executions.labels(call_type, result).inc()
+        self.execution_duration.labels(call_type, result).observe(seconds)
+
+    def pending(self, call_type: str, change: int) -> None:
+        self.pending_calls.labels(call_type).inc(change)

@@ -61,7 +61,7 @@ class EventSink(Protocol):
 
 
 class StatusSink(Protocol):
-    """Writes pods/<name>/status (see scheduler.client.statuswriter): ``submit`` in the background
+    """Writes pods/<name>/status (see scheduler.apidispatcher): ``submit`` in the background
     until it lands, ``write_now`` once, awaited. ``nominated``: None leaves it, "" clears it."""
 
     def submit(self, pod: Pod, condition: dict[str, Any] | None, nominated: str | None) -> None: ...

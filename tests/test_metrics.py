@@ -9,7 +9,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from scheduler import __version__
-from scheduler.metrics import SchedulerMetrics, attempts_label, exponential_buckets
+from scheduler.metrics import AsyncAPICallMetrics, SchedulerMetrics, attempts_label, exponential_buckets
 
 
 def families(metrics: SchedulerMetrics) -> dict[str, object]:
@@ -257,3 +257,20 @@ def test_a_binding_conditions_wait_is_timed_per_device_and_counted_per_condition
         ("scheduler_dra_bindingconditions_wait_duration_seconds_sum", "fabric.example.com", "timeout"): 600.0,
         ("scheduler_dra_bindingconditions_allocations_total", "fabric.example.com", "timeout"): 1.0,
     }
+
+
+def test_the_api_dispatchers_metrics_have_upstreams_names_labels_and_buckets():
+    m = SchedulerMetrics()
+    calls = AsyncAPICallMetrics(m.registry)
+    calls.executed("pod_status_patch", "success", 0.003)
+    calls.pending("pod_status_patch", +2)
+    calls.pending("pod_status_patch", -1)
+    fams = families(m)
+    executions = fams["scheduler_async_api_call_execution"]
+    assert executions.type == "counter"
+    assert executions.samples[0].labels == {"call_type": "pod_status_patch", "result": "success"}
+    duration = fams["scheduler_async_api_call_execution_duration_seconds"]
+    bounds = [float(s.labels["le"]) for s in duration.samples if s.name.endswith("_bucket")]
+    assert bounds[:-1] == pytest.approx(exponential_buckets(0.001, 2, 15))
+    [pending] = fams["scheduler_pending_async_api_calls"].samples
+    assert (pending.labels, pending.value) == ({"call_type": "pod_status_patch"}, 1)

@@ -1,4 +1,4 @@
-"""Talking to the API server: auth, raw JSON requests, throttling, informers, events, pod writes.
+"""Talking to the API server: auth, raw JSON requests, throttling, informers, pod writes.
 
 Everything here speaks plain JSON (orjson) over our own HTTP/1.1 pool (``transport``), with the
 credentials of a kubeconfig or the service account read as client-go does (``kubeconfig``);
@@ -6,7 +6,6 @@ the generated OpenAPI models are never built (DESIGN.md principle 2).
 """
 
 from scheduler.client.config import ClientConfigError, load_client_config
-from scheduler.client.events import NORMAL, WARNING, EventRecorder
 from scheduler.client.informer import EventHandler, Informer, InformerGroup, Store
 from scheduler.client.kubeconfig import ClientConfig, KubeconfigError
 from scheduler.client.pods import delete_pod, patch_pod_condition
@@ -14,13 +13,10 @@ from scheduler.client.ratelimit import RateLimiter
 from scheduler.client.rest import ApiError, KubeClient, TransportError, raise_for_status
 
 __all__ = [
-    "NORMAL",
-    "WARNING",
     "ApiError",
     "ClientConfig",
     "ClientConfigError",
     "EventHandler",
-    "EventRecorder",
     "Informer",
     "InformerGroup",
     "KubeClient",

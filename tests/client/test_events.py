@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from scheduler.api import Pod
-from scheduler.client import WARNING, EventRecorder, KubeClient
-from scheduler.client.events import micro_time
+from scheduler.apidispatcher.events import WARNING, EventRecorder, micro_time
+from scheduler.client import KubeClient
 
 EVENTS = "/apis/events.k8s.io/v1/namespaces/default/events"
 

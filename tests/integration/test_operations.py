@@ -34,6 +34,13 @@ def scheduled_count(app: SchedulerApp) -> float:
     return value or 0.0
 
 
+def scheduled_condition(sim: SimCluster, name: str) -> str:
+    """The reason of the pod's PodScheduled condition ("" while it has none)."""
+    pod = sim.store.get("pods", "default", name) or {}
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return next((str(c.get("reason", "")) for c in conditions if c.get("type") == "PodScheduled"), "")
+
+
 @pytest.fixture
 async def replicas(sim, tmp_path):
     """Start n in-process replicas with leader election on short timings."""
@@ -131,7 +138,10 @@ async def test_readyz_waits_for_the_informers_and_metrics_move(sim, tmp_path):
             assert app.ready()
             assert (await get("/readyz"))[0] == 200
             await sim.create("pods", pod_manifest("counted"))
+            await sim.create("pods", pod_manifest("too-big", cpu="1000"))
             await eventually(lambda: node_of(sim, "counted"))
+            await eventually(lambda: scheduled_condition(sim, "too-big") == "Unschedulable")
+            assert await app.api_dispatcher.flush(5)
             status, text = await get("/metrics")
         assert status == 200
         samples = {
@@ -142,9 +152,14 @@ async def test_readyz_waits_for_the_informers_and_metrics_move(sim, tmp_path):
         key = ("scheduler_schedule_attempts_total", (("profile", "pyscheduler"), ("result", "scheduled")))
         assert samples[key] == 1
         assert samples[("scheduler_pending_pods", (("queue", "active"),))] == 0
+        patches = (("call_type", "pod_status_patch"), ("result", "success"))
+        assert samples[("scheduler_async_api_call_execution_total", patches)] == 1
+        assert samples[("scheduler_pending_async_api_calls", (("call_type", "pod_status_patch"),))] == 0
         for point in ("PreFilter", "Filter", "Reserve", "Permit", "PreBind", "Bind", "PostBind"):
             labels = (("extension_point", point), ("profile", "pyscheduler"), ("status", "Success"))
-            assert samples[("scheduler_framework_extension_point_duration_seconds_count", labels)] == 1, point
+            both = point in ("PreFilter", "Filter")  # the pod too big for every node stops there
+            count = samples[("scheduler_framework_extension_point_duration_seconds_count", labels)]
+            assert count == (2 if both else 1), point
         app.shutting_down.set()
         assert not app.ready()  # /readyz's shutdown check fails from the first moment
         assert not await app.wait_ready(15)  # at once: it will not become ready again

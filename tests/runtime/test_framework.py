@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from scheduler.api import Node, Pod, Resource
-from scheduler.client.events import truncate_note
+from scheduler.apidispatcher.events import truncate_note
 from scheduler.config import PluginRef, Plugins, PluginSet, Profile
 from scheduler.framework import (
     Code,

@@ -59,7 +59,7 @@ def coscheduling_config() -> SchedulerConfiguration:
 
 
 class ApiStatus:
-    """Pod status writes sent to the in-memory API (as the PodStatusWriter's PATCH would be)."""
+    """Pod status writes sent to the in-memory API (as the APIDispatcher's status patch would be)."""
 
     def __init__(self, cluster: InMemoryCluster) -> None:
         self._cluster = cluster

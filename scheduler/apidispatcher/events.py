@@ -6,25 +6,30 @@ event about the same object is not written again as a new object but folded into
 produces one Event "(x100)" instead of a hundred. Unlike client-go, the note is part of what makes
 two events "the same": a FailedScheduling whose message changed is worth its own Event.
 
-Unlike client-go, nothing is dropped while the API server is unreachable: each object has at
-most one event waiting to be written (a newer event about it takes the older one's place, so
-memory stays bounded by the number of objects), and a write that fails is retried with backoff
-until it lands or the server refuses it for good (4xx other than 429).
+Events are not API calls of kube-scheduler's dispatcher (they go through client-go's broadcaster
+there), so they have an APIDispatcher of their own, with no call metrics: what they share with
+the pod status patches is the queue and its retries. Unlike client-go, nothing is dropped while
+the API server is unreachable: each object has at most one event waiting to be written (a newer
+event about it takes the older one's place, so memory stays bounded by the number of objects),
+and a write that fails is retried with backoff until it lands or the server refuses it for good
+(4xx other than 429).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from scheduler.api import Node, Pod
+from scheduler.apidispatcher.dispatcher import APICall, APIDispatcher
+from scheduler.client.backoff import Backoff
 from scheduler.client.outage import OutageLog
-from scheduler.client.rest import ApiError, TransportError
+from scheduler.client.pods import STRATEGIC_MERGE
+from scheduler.client.rest import ApiError
 from scheduler.framework.interface import ApiClient
 
 log = logging.getLogger(__name__)
@@ -33,7 +38,8 @@ NORMAL = "Normal"
 WARNING = "Warning"
 SERIES_WINDOW = timedelta(minutes=6)  # client-go's finishTime
 NOTE_LIMIT = 1024  # the API server rejects longer notes
-STRATEGIC_MERGE = "application/strategic-merge-patch+json"
+EVENT = "event"  # the call type of an event write
+COMPONENT = "event writer"  # in the outage log
 
 
 def micro_time(t: datetime) -> str:
@@ -104,21 +110,26 @@ class EventRecorder:
     retry_cap: float = 10.0
     now: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     outage: OutageLog = field(default_factory=OutageLog)
-    _pending: dict[tuple[str, ...], _Series] = field(default_factory=dict, init=False)
-    _wakeup: asyncio.Event = field(default_factory=asyncio.Event, init=False)
-    _idle: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+    _writes: APIDispatcher = field(init=False)
     _cache: dict[tuple[str, ...], _Series] = field(default_factory=dict, init=False)
     _last_name_ns: int = field(default=0, init=False)
     _last_purge: datetime | None = field(default=None, init=False)
     _task: asyncio.Task[None] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
-        self._idle.set()
+        self._writes = APIDispatcher(
+            self.client,
+            {EVENT: 1},
+            COMPONENT,
+            max_in_flight=1,  # one object at a time, as client-go's broadcaster
+            backoff=Backoff(initial=self.retry_delay, cap=self.retry_cap, jitter=0.5),
+            outage=self.outage,
+        )
 
     @property
     def waiting(self) -> int:
         """Events not written yet (at most one per object)."""
-        return len(self._pending)
+        return self._writes.pending
 
     def record(
         self, obj: Pod | Node | Mapping[str, Any], event_type: str, reason: str, action: str, note: str
@@ -131,50 +142,20 @@ class EventRecorder:
         key = (event_type, reason, action, note, *obj_key)
         log.debug("event %s %s %s/%s: %s", event_type, reason, ref.get("namespace", ""), ref["name"], note)
         series = self._absorb(key, ref, event_type, reason, action, note, self.now())
-        self._pending.pop(obj_key, None)  # re-insert at the end: the oldest waits least long
-        self._pending[obj_key] = series
-        self._idle.clear()
-        self._wakeup.set()
+        self._writes.add(EventWrite("/".join(obj_key), series))
 
     async def run(self) -> None:
         """Write waiting events until cancelled, oldest first; failed writes are retried."""
         self._task = asyncio.current_task()
-        delay = 0.0
-        while True:
-            if not self._pending:
-                self._idle.set()
-                self._wakeup.clear()
-                await self._wakeup.wait()
-                continue
-            obj_key, series = next(iter(self._pending.items()))
-            try:
-                landed = await self._write(series)
-            except Exception:  # a bug in one write must not stop every later event
-                log.exception("could not write event %s", series.body.get("reason"))
-                series.written_count = series.count
-                landed = True
-            if landed and self._pending.get(obj_key) is series and series.written_count == series.count:
-                del self._pending[obj_key]  # else it was observed again meanwhile: write that too
-            if landed:
-                delay = 0.0
-                self.outage.recovered("event writer")
-                continue
-            # the API is failing: wait, then try the oldest waiting event again
-            delay = min(max(delay * 2, self.retry_delay), self.retry_cap)
-            if self._pending.get(obj_key) is series:  # it keeps its turn unless a newer one came
-                self._pending[obj_key] = self._pending.pop(obj_key)
-            await asyncio.sleep(delay * (0.75 + random.random() / 2))
+        await self._writes.run()
 
     async def flush(self, timeout: float) -> bool:
         """Wait until every event recorded so far has been written (or refused for good)."""
-        try:
-            await asyncio.wait_for(self._idle.wait(), timeout)
-            return True
-        except TimeoutError:
-            return False
+        return await self._writes.flush(timeout)
 
     async def close(self, timeout: float = 5.0) -> None:
-        await self.flush(timeout)
+        """Flush (bounded by ``timeout``), then stop the task running ``run()``."""
+        await self._writes.close(timeout)
         if self._task is not None and self._task is not asyncio.current_task():
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
@@ -233,38 +214,57 @@ class EventRecorder:
         for key in stale:
             del self._cache[key]
 
-    async def _write(self, series: _Series) -> bool:
-        """One attempt to bring the server's Event up to date; False when it should be retried."""
-        if series.created and series.written_count == series.count:
+
+class EventWrite:
+    """The call that brings the server's Event of a series up to date (created, then its
+    ``series`` patched), about the object ``key`` names."""
+
+    __slots__ = ("key", "series")
+
+    call_type = EVENT
+
+    def __init__(self, key: str, series: _Series) -> None:
+        self.key = key
+        self.series = series
+
+    def merge(self, older: APICall) -> None:
+        """Nothing to take over: a series is written whole, and the newest event of an object
+        is the one worth writing."""
+
+    def is_noop(self) -> bool:
+        return self.series.created and self.series.written_count == self.series.count
+
+    async def execute(self, client: ApiClient) -> bool:
+        series = self.series
+        if self.is_noop():
             return True
         count = series.count
         base = f"/apis/events.k8s.io/v1/namespaces/{series.namespace}/events"
-        try:
-            if series.created:
-                patch = {"series": series.series()}
-                path = f"{base}/{series.name}"
-                resp = await self.client.request("PATCH", path, patch, content_type=STRATEGIC_MERGE)
-                if resp.status == 404:  # deleted meanwhile (TTL): create it again
-                    series.created = False
-            if not series.created:
-                body = series.body if count < 2 else {**series.body, "series": series.series()}
-                resp = await self.client.request("POST", base, body)
-                if resp.status == 409:  # already there: a create that landed before its answer was lost
-                    series.created = True
-                    if count < 2:
-                        series.written_count = count
-                        return True
-                    return False  # patch the series on the next attempt
-            if 200 <= resp.status < 300:
+        patch_path = f"{base}/{series.name}"
+        if series.created:
+            resp = await client.request(
+                "PATCH", patch_path, {"series": series.series()}, content_type=STRATEGIC_MERGE
+            )
+            if resp.status == 404:  # deleted meanwhile (TTL): create it again
+                series.created = False
+        if not series.created:
+            body = series.body if count < 2 else {**series.body, "series": series.series()}
+            resp = await client.request("POST", base, body)
+            if resp.status == 409:  # already there: a create that landed before its answer was lost
                 series.created = True
-                series.written_count = count
-                return True
-            error: ApiError = ApiError.from_response(resp)
-        except TransportError as exc:
-            error = exc
-        if not error.is_retriable:
-            log.warning("event %s/%s rejected, not retrying: %s", series.namespace, series.name, error)
-            series.written_count = count  # given up on: nothing of it is waiting any more
+                if count < 2:
+                    series.written_count = count
+                    return True
+                resp = await client.request(
+                    "PATCH", patch_path, {"series": series.series()}, content_type=STRATEGIC_MERGE
+                )
+        if 200 <= resp.status < 300:
+            series.created = True
+            series.written_count = count
             return True
-        self.outage.failed("event writer", error)
+        error = ApiError.from_response(resp)
+        if error.is_retriable:
+            raise error
+        log.warning("event %s/%s rejected, not retrying: %s", series.namespace, series.name, error)
+        series.written_count = count  # given up on: nothing of it is waiting any more
         return False
