@@ -19,7 +19,7 @@ from scheduler.config import default_config
 from scheduler.simulate.engine import Simulation, key_of
 from scheduler.simulate.workloads import expand
 from simcluster import SimCluster
-from tests.simulate.helpers import (
+from tests.support.simulate import (
     REPO,
     ZONE,
     full_cluster,
