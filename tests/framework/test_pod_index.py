@@ -8,11 +8,11 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from cache_objects import make_node
 
 from scheduler.api import LabelSelector, Pod
 from scheduler.cache import Cache
 from scheduler.framework.pod_index import PodIndex
+from scheduler.testing import make_node
 
 
 def pod(
