@@ -72,10 +72,13 @@ def pod_dict(
     overhead: Mapping[str, str] | None = None,
     scheduler_name: str = "pyscheduler",
     pvcs: Sequence[str] = (),
+    phase: str = "Pending",
+    deletion_timestamp: str = "",
 ) -> dict[str, Any]:
     """A Pod as the API serves it. ``requests`` go on one container (named ``c0``) unless
     ``containers`` is given; ``host_ports`` are ``(port, protocol[, hostIP])``; ``images`` add one
-    container per image; ``pvcs`` are the claims of its persistentVolumeClaim volumes."""
+    container per image; ``pvcs`` are the claims of its persistentVolumeClaim volumes; a
+    ``deletion_timestamp`` makes it terminating."""
     if containers is None:
         container: dict[str, Any] = {
             "name": "c0",
@@ -117,21 +120,18 @@ def pod_dict(
         spec["volumes"] = [
             {"name": f"v{i}", "persistentVolumeClaim": {"claimName": claim}} for i, claim in enumerate(pvcs)
         ]
-    status: dict[str, Any] = {"phase": "Pending"}
+    status: dict[str, Any] = {"phase": phase}
     if nominated_node_name:
         status["nominatedNodeName"] = nominated_node_name
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "uid": uid or f"uid-{name}-{next(_uids)}",
-            "labels": dict(labels or {}),
-        },
-        "spec": spec,
-        "status": status,
+    metadata: dict[str, Any] = {
+        "name": name,
+        "namespace": namespace,
+        "uid": uid or f"uid-{name}-{next(_uids)}",
+        "labels": dict(labels or {}),
     }
+    if deletion_timestamp:
+        metadata["deletionTimestamp"] = deletion_timestamp
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec, "status": status}
 
 
 def required_pod_affinity(
