@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from scheduler.api import Pod
+from scheduler.api.objects import DEFAULT_SCHEDULER_NAME
 from scheduler.framework import ClusterEventWithHint, QueuedPodInfo, Status
 from scheduler.queue import SchedulingQueue
 from scheduler.queue.gangs import Gang
+from scheduler.testing import make_pod as build_pod
 
 START = 1000.0
 GATES = "SchedulingGates"
@@ -48,8 +51,11 @@ def priority_sort(info: QueuedPodInfo) -> tuple[int, float]:
     return (-info.pod.priority, info.timestamp)
 
 
-def make_pod(name: str, priority: int = 0, **fields) -> Pod:
-    return Pod(uid=f"uid-{name}", namespace="default", name=name, priority=priority, **fields)
+def make_pod(name: str, priority: int = 0, **fields: Any) -> Pod:
+    """A pod of the default profile (the queue's metrics name it)."""
+    return build_pod(
+        name, uid=f"uid-{name}", priority=priority, scheduler_name=DEFAULT_SCHEDULER_NAME, **fields
+    )
 
 
 def make_queue(registered=None, metrics=None, **kwargs) -> tuple[SchedulingQueue, FakeClock]:
