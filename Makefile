@@ -23,11 +23,13 @@ tools:
 test: install tools
 	$(BIN)/pytest -q
 
-## ruff over all the code; mypy over scheduler/ and simcluster/ (what it checks: [tool.mypy] in pyproject.toml)
+## ruff over all the code; mypy over scheduler/ and simcluster/ (what it checks: [tool.mypy] in pyproject.toml);
+## the layers' import contracts ([tool.importlinter] in pyproject.toml)
 lint: install
 	$(BIN)/ruff check scheduler simcluster tests bench e2e examples scripts
 	$(BIN)/ruff format --check scheduler simcluster tests bench e2e examples scripts
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache --no-logo
 
 ## The main job: a local API endpoint with simulated nodes, the scheduler, a sample Deployment.
 demo: install

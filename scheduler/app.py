@@ -15,7 +15,7 @@ import logging
 import os
 import random
 import signal
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
 from scheduler import __version__
@@ -41,7 +41,7 @@ from scheduler.features import (
     TOPOLOGY_AWARE_WORKLOAD_SCHEDULING,
     FeatureGates,
 )
-from scheduler.framework import BackgroundPlugin, PluginFactory
+from scheduler.framework import BackgroundPlugin, ObjectLister, PluginFactory
 from scheduler.framework.interface import (
     CSI_DRIVER,
     CSI_NODE,
@@ -158,7 +158,8 @@ class SchedulerApp:
         self._stopped = asyncio.Event()  # run() has returned
         self.exit_code = 0
         self._tasks: list[asyncio.Task[Any]] = []
-        self._spawn_later: list[tuple[Any, str]] = []  # background work that _build set up
+        # background work that _build set up
+        self._spawn_later: list[tuple[Coroutine[Any, Any, None], str]] = []
         self._review_clients: list[KubeClient] = []
         self.server: StatusServer | None = None
         self.scheduler: Scheduler | None = None
@@ -195,7 +196,7 @@ class SchedulerApp:
         )
         self.pod_status = PodStatusUpdates(self.api_dispatcher, self.client, self._status_of)
         self.recorder = _ProfileEvents(self.recorders)
-        listers: dict[str, Any] = {}
+        listers: dict[str, ObjectLister] = {}
         parts = build_scheduler(
             self.config,
             self.registry,
@@ -519,7 +520,7 @@ class SchedulerApp:
             self._spawn(coro, name)
         self._spawn_later.clear()
 
-    def _spawn(self, coro: Any, name: str) -> None:
+    def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
         self._tasks.append(asyncio.create_task(coro, name=name))
 
     async def _lead_and_schedule(self) -> None:
@@ -642,13 +643,13 @@ class MissingResource(Exception):
 class _Ignore:
     """Handler for kinds that plugins only read through their listers."""
 
-    def on_add(self, obj: Any) -> None:
+    def on_add(self, obj: object) -> None:
         pass
 
-    def on_update(self, old: Any, new: Any) -> None:
+    def on_update(self, old: object, new: object) -> None:
         pass
 
-    def on_delete(self, obj: Any) -> None:
+    def on_delete(self, obj: object) -> None:
         pass
 
 

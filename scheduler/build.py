@@ -41,17 +41,17 @@ if TYPE_CHECKING:
 class DiscardEvents:
     """Events go nowhere (offline checks, benchmarks)."""
 
-    def record(self, *args: Any) -> None:
+    def record(self, obj: object, event_type: str, reason: str, action: str, note: str) -> None:
         pass
 
 
 class DiscardStatus:
     """Pod status writes go nowhere (offline checks, benchmarks)."""
 
-    def submit(self, *args: Any) -> None:
+    def submit(self, pod: Pod, condition: dict[str, Any] | None, nominated: str | None) -> None:
         pass
 
-    async def write_now(self, *args: Any) -> None:
+    async def write_now(self, pod: Pod, condition: dict[str, Any] | None, nominated: str | None) -> None:
         pass
 
 

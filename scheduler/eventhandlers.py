@@ -14,8 +14,10 @@ from typing import Any, TypeGuard
 
 from scheduler.api import MalformedObject, Node, Pod
 from scheduler.api.objects import DEFAULT_SCHEDULER_NAME
+from scheduler.cache import Cache
 from scheduler.framework import ActionType, ClusterEvent
 from scheduler.framework.interface import ASSIGNED_POD, NODE
+from scheduler.queue import SchedulingQueue
 from scheduler.schedule_one import POD_REASON_UNSCHEDULABLE, EventSink, StatusSink
 
 log = logging.getLogger(__name__)
@@ -63,8 +65,8 @@ class PodEvents:
 
     def __init__(
         self,
-        cache: Any,
-        queue: Any,
+        cache: Cache,
+        queue: SchedulingQueue,
         scheduler_names: Collection[str],
         reject_waiting: Callable[[str], None] = lambda _uid: None,
     ) -> None:
@@ -117,7 +119,7 @@ class PodEvents:
 class NodeEvents:
     """Handler for the Node informer."""
 
-    def __init__(self, cache: Any, queue: Any) -> None:
+    def __init__(self, cache: Cache, queue: SchedulingQueue) -> None:
         self.cache = cache
         self.queue = queue
 
@@ -141,7 +143,7 @@ class ResourceEvents:
     """Handler for kinds only plugins care about (PVs, PVCs, StorageClasses, CSINodes, ...):
     every change is a cluster event that may move unschedulable pods."""
 
-    def __init__(self, queue: Any, resource: str) -> None:
+    def __init__(self, queue: SchedulingQueue, resource: str) -> None:
         self.queue = queue
         self.resource = resource
         self._labels = {
@@ -168,7 +170,7 @@ class DeviceTaintRuleEvents:
     slices' as far as plugins can tell, so every change of a rule, its deletion too, is a
     ResourceSlice update (upstream's slice tracker reports it so); hints see the rules."""
 
-    def __init__(self, queue: Any, resource: str) -> None:
+    def __init__(self, queue: SchedulingQueue, resource: str) -> None:
         self.queue = queue
         self._event = ClusterEvent(resource, ActionType.UPDATE_OTHER, f"{resource.rsplit('/', 1)[-1]}Update")
 
@@ -195,7 +197,7 @@ class MalformedPods:
     """
 
     def __init__(
-        self, scheduler_names: Collection[str], queue: Any, events: EventSink, status: StatusSink
+        self, scheduler_names: Collection[str], queue: SchedulingQueue, events: EventSink, status: StatusSink
     ) -> None:
         self.scheduler_names = frozenset(scheduler_names)
         self.queue = queue

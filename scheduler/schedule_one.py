@@ -22,6 +22,7 @@ import numpy as np
 
 from scheduler import logs
 from scheduler.api import Pod
+from scheduler.cache import Cache
 from scheduler.extender import MAX_EXTENDER_PRIORITY
 from scheduler.framework import (
     MAX_NODE_SCORE,
@@ -40,6 +41,8 @@ from scheduler.framework import (
 )
 from scheduler.framework.interface import ASSIGNED_POD, ClusterEvent
 from scheduler.framework.messages import fit_error_message
+from scheduler.metrics import SchedulerMetrics
+from scheduler.queue import SchedulingQueue
 from scheduler.runtime import Framework
 from scheduler.runtime.batch import RankedNodes
 from scheduler.runtime.framework import EXTENDER_NAME, nominated_pods_to_respect
@@ -165,13 +168,13 @@ class Scheduler:
     def __init__(
         self,
         *,
-        cache: Any,
-        queue: Any,
+        cache: Cache,
+        queue: SchedulingQueue,
         frameworks: Mapping[str, Framework],
         events: EventSink,
         status: StatusSink,
         current_pod: Callable[[Pod], Pod | None],
-        metrics: Any = None,
+        metrics: SchedulerMetrics | None = None,
         max_inflight_bindings: int = 256,
         rng: random.Random | None = None,
         extenders: Sequence[Extender] = (),
@@ -271,8 +274,8 @@ class Scheduler:
                         log.error("PostFilter failed for pod %s: %s", pod.key, post_status.message())
                 nominated = post_result
                 self.record_nomination(pod, post_result)
-            status = Status(Code.UNSCHEDULABLE, (result.message(),))
-            self.handle_scheduling_failure(fwk, info, status, result, nominated, start, cycle)
+            unschedulable = Status(Code.UNSCHEDULABLE, (result.message(),))
+            self.handle_scheduling_failure(fwk, info, unschedulable, result, nominated, start, cycle)
             return False
         self._observe_algorithm(start)
 
@@ -927,7 +930,8 @@ def run_now(step: Coroutine[Any, Any, T]) -> T:
     try:
         step.send(None)
     except StopIteration as done:
-        return done.value
+        value: T = done.value
+        return value
     step.close()
     raise RuntimeError("the scheduling cycle waited for an extender: run it in an event loop")
 

@@ -6,6 +6,7 @@ from scheduler.api import MalformedObject, Node, Pod
 from scheduler.eventhandlers import NODE_DELETE, DeviceTaintRuleEvents, MalformedPods, NodeEvents, PodEvents
 from scheduler.framework import ActionType, ClusterEvent
 from scheduler.framework.interface import RESOURCE_SLICE
+from scheduler.testing import make_pod
 
 
 class Recorder:
@@ -20,10 +21,8 @@ class Recorder:
         return lambda *args, **kwargs: self.calls.append((name, *args))
 
 
-def pod(name: str, node: str = "", scheduler: str = "pyscheduler", **status) -> Pod:
-    return Pod(
-        uid=f"uid-{name}", namespace="default", name=name, node_name=node, scheduler_name=scheduler, **status
-    )
+def pod(name: str, node: str = "", scheduler: str = "pyscheduler", phase: str = "Pending") -> Pod:
+    return make_pod(name, uid=f"uid-{name}", node_name=node, scheduler_name=scheduler, phase=phase)
 
 
 def test_a_new_unassigned_pod_of_ours_is_queued_and_others_are_not():

@@ -10,7 +10,7 @@ from scheduler.config import default_config
 from scheduler.framework import Code, Status
 from scheduler.plugins.registry import in_tree_registry
 from scheduler.policy import available_plugins
-from scheduler.testing import FakeClient
+from scheduler.testing import FakeClient, make_pod
 
 
 class MemoryBinder:
@@ -33,16 +33,8 @@ class Events:
         self.recorded.append((obj.name, reason, note))
 
 
-def make_pod(name: str, cpu: str) -> Pod:
-    return Pod.from_dict(
-        {
-            "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
-            "spec": {
-                "schedulerName": "pyscheduler",
-                "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}],
-            },
-        }
-    )
+def requesting(name: str, cpu: str) -> Pod:
+    return make_pod(name, uid=f"uid-{name}", requests={"cpu": cpu}, images=["x"])
 
 
 async def test_failed_attempts_never_use_up_the_binding_slots():
@@ -50,7 +42,7 @@ async def test_failed_attempts_never_use_up_the_binding_slots():
     registry = in_tree_registry()
     registry["DefaultBinder"] = MemoryBinder
     available_plugins(config, registry)
-    pods = {f"big-{i}": make_pod(f"big-{i}", "8") for i in range(5)}
+    pods = {f"big-{i}": requesting(f"big-{i}", "8") for i in range(5)}
     events = Events()
     parts = build_scheduler(
         config,
@@ -73,7 +65,7 @@ async def test_failed_attempts_never_use_up_the_binding_slots():
             if sum(reason == "FailedScheduling" for _, reason, _ in events.recorded) >= 5:
                 break
             await asyncio.sleep(0.01)
-        small = make_pod("small", "1")
+        small = requesting("small", "1")
         pods["small"] = small
         queue.add(small)
         for _ in range(100):

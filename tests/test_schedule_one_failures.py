@@ -18,7 +18,7 @@ from scheduler.framework import Code, Status
 from scheduler.framework.interface import ApiResponse
 from scheduler.plugins.registry import in_tree_registry
 from scheduler.policy import available_plugins
-from scheduler.testing import FakeClock
+from scheduler.testing import FakeClock, make_node, make_pod
 
 CONFLICT = {
     "kind": "Status",
@@ -159,21 +159,11 @@ class Harness:
 
 
 def node(name: str) -> Node:
-    return Node.from_dict(
-        {"metadata": {"name": name, "uid": name}, "status": {"allocatable": {"cpu": "2", "pods": "10"}}}
-    )
+    return make_node(name, cpu="2", memory=0, pods=10)
 
 
 def pod(name: str = "web", cpu: str = "1") -> Pod:
-    return Pod.from_dict(
-        {
-            "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
-            "spec": {
-                "schedulerName": "pyscheduler",
-                "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}],
-            },
-        }
-    )
+    return make_pod(name, uid=f"uid-{name}", requests={"cpu": cpu}, images=["x"])
 
 
 @pytest.mark.parametrize(

@@ -48,7 +48,9 @@ class Toleration:
         return self.operator == "Equal" and self.value == taint.value
 
 
-def untolerated(taints: Iterable[Taint], tolerations: Iterable[Toleration], effects: Iterable[str]):
+def untolerated(
+    taints: Iterable[Taint], tolerations: Iterable[Toleration], effects: Iterable[str]
+) -> Taint | None:
     """The first taint with one of ``effects`` that no toleration tolerates, or None."""
     wanted = set(effects)
     tolerations = tuple(tolerations)

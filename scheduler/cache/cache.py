@@ -318,7 +318,7 @@ class Cache:
         info = self._infos.get(name)
         return info if info is not None and info.slot >= 0 else None
 
-    def dump(self) -> dict:
+    def dump(self) -> dict[str, Any]:
         """A debugging view: node -> pod keys (placeholders flagged), and the assumed pods."""
         return {
             "nodes": {

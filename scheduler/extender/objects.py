@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 from scheduler.api import Node, Pod
+from scheduler.client.informer import EventHandler
 from scheduler.config import Extender as ExtenderConfig
 
 T = TypeVar("T")
@@ -61,7 +62,7 @@ class KeptJson(Generic[T]):
 
         return decode_and_keep
 
-    def handler(self, inner: Any) -> _Forgetting[T]:
+    def handler(self, inner: EventHandler[T]) -> _Forgetting[T]:
         """The informer's ``inner`` handler, dropping the JSON of deleted objects."""
         return _Forgetting(inner, self)
 
@@ -74,7 +75,7 @@ class KeptJson(Generic[T]):
 
 
 class _Forgetting(Generic[T]):
-    def __init__(self, inner: Any, kept: KeptJson[T]) -> None:
+    def __init__(self, inner: EventHandler[T], kept: KeptJson[T]) -> None:
         self._inner = inner
         self._kept = kept
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from scheduler.api import LabelSelector, Pod
 from scheduler.framework.types import NodeInfo
@@ -134,7 +135,10 @@ class PodIndex:
         return counts
 
 
-def _discard(groups: dict, group: object, uid: str) -> None:
+Group = TypeVar("Group")
+
+
+def _discard(groups: dict[Group, dict[str, Pod]], group: Group, uid: str) -> None:
     members = groups[group]
     del members[uid]
     if not members:

@@ -56,7 +56,8 @@ class KeyedHeap(Generic[T]):
             return None
         entry[_ALIVE] = False
         self._maybe_compact()
-        return entry[_ITEM]
+        item: T = entry[_ITEM]
+        return item
 
     def peek(self) -> T | None:
         heap = self._heap
@@ -70,7 +71,8 @@ class KeyedHeap(Generic[T]):
             entry = heapq.heappop(heap)
             if entry[_ALIVE]:
                 del self._entries[entry[_UID]]
-                return entry[_ITEM]
+                item: T = entry[_ITEM]
+                return item
         return None
 
     def _maybe_compact(self) -> None:

@@ -16,7 +16,7 @@ import json
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 import orjson
@@ -159,11 +159,17 @@ def status_label(status: Any) -> str:
     return _STATUS_LABELS[status.code] if isinstance(status, Status) else "Success"
 
 
-def _extension_point(name: str, status_of: Callable[[Any], Status | None] = lambda result: result) -> Any:
-    """Time a runner as scheduler_framework_extension_point_duration_seconds{extension_point=name}
-    when the framework has metrics; an exception is recorded as ``Error``."""
+Runner = TypeVar("Runner", bound=Callable[..., Any])
 
-    def decorate(method: Any) -> Any:
+
+def _extension_point(
+    name: str, status_of: Callable[[Any], Status | None] = lambda result: result
+) -> Callable[[Runner], Runner]:
+    """Time a runner as scheduler_framework_extension_point_duration_seconds{extension_point=name}
+    when the framework has metrics; an exception is recorded as ``Error``. The runner keeps its
+    signature."""
+
+    def decorate(method: Runner) -> Runner:
         if inspect.iscoroutinefunction(method):
 
             @functools.wraps(method)
@@ -180,7 +186,7 @@ def _extension_point(name: str, status_of: Callable[[Any], Status | None] = lamb
                         name, label, self.profile_name, perf_counter() - start
                     )
 
-            return timed_async
+            return cast(Runner, timed_async)
 
         @functools.wraps(method)
         def timed(self: Framework, *args: Any, **kwargs: Any) -> Any:
@@ -194,7 +200,7 @@ def _extension_point(name: str, status_of: Callable[[Any], Status | None] = lamb
             finally:
                 self.metrics.observe_extension_point(name, label, self.profile_name, perf_counter() - start)
 
-        return timed
+        return cast(Runner, timed)
 
     return decorate
 

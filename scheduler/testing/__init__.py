@@ -17,6 +17,7 @@ from scheduler.testing.builders import (
     per_node_and_batch_filter,
     per_node_and_batch_score,
     pod_dict,
+    required_pod_affinity,
     table_of,
 )
 from scheduler.testing.clock import FakeClock
@@ -51,6 +52,7 @@ __all__ = [
     "per_node_and_batch_filter",
     "per_node_and_batch_score",
     "pod_dict",
+    "required_pod_affinity",
     "run_permit",
     "run_plugin",
     "run_profile",

@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 _uids = itertools.count(1)
 
 TaintSpec = tuple[str, str, str] | Mapping[str, Any]
+ZONE_LABEL = "topology.kubernetes.io/zone"
+REGION_LABEL = "topology.kubernetes.io/region"
 
 
 def _taint(spec: TaintSpec) -> dict[str, Any]:
@@ -69,10 +71,14 @@ def pod_dict(
     scheduling_gates: Sequence[str] = (),
     overhead: Mapping[str, str] | None = None,
     scheduler_name: str = "pyscheduler",
+    pvcs: Sequence[str] = (),
+    phase: str = "Pending",
+    deletion_timestamp: str = "",
 ) -> dict[str, Any]:
     """A Pod as the API serves it. ``requests`` go on one container (named ``c0``) unless
     ``containers`` is given; ``host_ports`` are ``(port, protocol[, hostIP])``; ``images`` add one
-    container per image."""
+    container per image; ``pvcs`` are the claims of its persistentVolumeClaim volumes; a
+    ``deletion_timestamp`` makes it terminating."""
     if containers is None:
         container: dict[str, Any] = {
             "name": "c0",
@@ -110,21 +116,32 @@ def pod_dict(
         spec["schedulingGates"] = [{"name": g} for g in scheduling_gates]
     if overhead:
         spec["overhead"] = dict(overhead)
-    status: dict[str, Any] = {"phase": "Pending"}
+    if pvcs:
+        spec["volumes"] = [
+            {"name": f"v{i}", "persistentVolumeClaim": {"claimName": claim}} for i, claim in enumerate(pvcs)
+        ]
+    status: dict[str, Any] = {"phase": phase}
     if nominated_node_name:
         status["nominatedNodeName"] = nominated_node_name
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "uid": uid or f"uid-{name}-{next(_uids)}",
-            "labels": dict(labels or {}),
-        },
-        "spec": spec,
-        "status": status,
+    metadata: dict[str, Any] = {
+        "name": name,
+        "namespace": namespace,
+        "uid": uid or f"uid-{name}-{next(_uids)}",
+        "labels": dict(labels or {}),
     }
+    if deletion_timestamp:
+        metadata["deletionTimestamp"] = deletion_timestamp
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec, "status": status}
+
+
+def required_pod_affinity(
+    labels: Mapping[str, str], topology_key: str = "kubernetes.io/hostname", *, anti: bool = False
+) -> dict[str, Any]:
+    """A pod's ``affinity`` with one required term: with (``anti``: away from) the pods labelled
+    ``labels``, in the same ``topology_key`` domain."""
+    term = {"labelSelector": {"matchLabels": dict(labels)}, "topologyKey": topology_key}
+    kind = "podAntiAffinity" if anti else "podAffinity"
+    return {kind: {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
 
 
 def make_pod(name: str = "pod", **kwargs: Any) -> Pod:
@@ -143,9 +160,11 @@ def node_dict(
     taints: Iterable[TaintSpec] = (),
     unschedulable: bool = False,
     images: Iterable[tuple[Sequence[str], int]] = (),
+    zone: str = "",
+    region: str = "",
 ) -> dict[str, Any]:
     """A Node as the API serves it; ``extra`` adds allocatable scalar resources, ``images`` are
-    ``(names, sizeBytes)``."""
+    ``(names, sizeBytes)``, ``zone`` and ``region`` its topology.kubernetes.io labels."""
     allocatable: dict[str, Any] = {"cpu": str(cpu), "memory": str(memory), "pods": str(pods)}
     if ephemeral_storage is not None:
         allocatable["ephemeral-storage"] = ephemeral_storage
@@ -156,13 +175,14 @@ def node_dict(
     taint_list = [_taint(t) for t in taints]
     if taint_list:
         spec["taints"] = taint_list
+    topology = {key: value for key, value in ((ZONE_LABEL, zone), (REGION_LABEL, region)) if value}
     return {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {
             "name": name,
             "uid": f"uid-node-{name}",
-            "labels": {"kubernetes.io/hostname": name, **(labels or {})},
+            "labels": {"kubernetes.io/hostname": name, **topology, **(labels or {})},
         },
         "spec": spec,
         "status": {

@@ -28,7 +28,7 @@ from tests.badinput.corpus import (
     corpus,
     mutated,
 )
-from tests.integration.conftest import (
+from tests.support.cluster import (
     eventually,
     node_of,
     pod,

@@ -7,12 +7,16 @@ import random
 
 import numpy as np
 import pytest
-from cache_objects import make_node, make_pod, on
 
 from scheduler.api import Node, Pod, Resource
 from scheduler.cache import Cache, CacheError
 from scheduler.framework import NodeInfo, NodeTable
 from scheduler.metrics import SchedulerMetrics
+from scheduler.testing import make_node, make_pod, required_pod_affinity
+
+# the required (anti-)affinity terms the cache tracks per node
+AFFINITY = required_pod_affinity({"app": "x"})
+ANTI_AFFINITY = required_pod_affinity({"app": "x"}, anti=True)
 
 
 class FakeClock:
@@ -70,9 +74,17 @@ def test_adding_pods_accounts_requests_ports_claims_and_affinity():
     cache = Cache()
     cache.add_node(make_node("n1"))
     pods = [
-        on(make_pod("a", cpu="500m", memory="1Gi", host_port=8080), "n1"),
-        on(make_pod("b", claim="data", anti_affinity=True), "n1"),
-        on(make_pod("c", cpu="1", affinity=True, extra={"example.com/gpu": "1"}), "n1"),
+        make_pod(
+            "a",
+            uid="uid-a",
+            requests={"cpu": "500m", "memory": "1Gi"},
+            host_ports=[(8080, "TCP")],
+            node_name="n1",
+        ),
+        make_pod("b", uid="uid-b", pvcs=["data"], affinity=ANTI_AFFINITY, node_name="n1"),
+        make_pod(
+            "c", uid="uid-c", requests={"cpu": "1", "example.com/gpu": "1"}, affinity=AFFINITY, node_name="n1"
+        ),
     ]
     for pod in pods:
         cache.add_pod(pod)
@@ -89,9 +101,13 @@ def test_removing_pods_gives_back_exactly_what_they_took(removed):
     cache = Cache()
     cache.add_node(make_node("n1"))
     pods = {
-        "a": on(make_pod("a", cpu="500m", host_port=80, claim="x"), "n1"),
-        "b": on(make_pod("b", memory="1Gi", anti_affinity=True, claim="x"), "n1"),
-        "c": on(make_pod("c", extra={"example.com/gpu": "2"}), "n1"),
+        "a": make_pod(
+            "a", uid="uid-a", requests={"cpu": "500m"}, host_ports=[(80, "TCP")], pvcs=["x"], node_name="n1"
+        ),
+        "b": make_pod(
+            "b", uid="uid-b", requests={"memory": "1Gi"}, pvcs=["x"], affinity=ANTI_AFFINITY, node_name="n1"
+        ),
+        "c": make_pod("c", uid="uid-c", requests={"example.com/gpu": "2"}, node_name="n1"),
     }
     for pod in pods.values():
         cache.add_pod(pod)
@@ -103,8 +119,10 @@ def test_removing_pods_gives_back_exactly_what_they_took(removed):
 def test_updating_a_pod_replaces_its_accounting():
     cache = Cache()
     cache.add_node(make_node("n1"))
-    old = on(make_pod("a", cpu="500m", host_port=80), "n1")
-    new = on(make_pod("a", cpu="1", memory="2Gi", host_port=81), "n1")
+    old = make_pod("a", uid="uid-a", requests={"cpu": "500m"}, host_ports=[(80, "TCP")], node_name="n1")
+    new = make_pod(
+        "a", uid="uid-a", requests={"cpu": "1", "memory": "2Gi"}, host_ports=[(81, "TCP")], node_name="n1"
+    )
     cache.add_pod(old)
     cache.update_pod(old, new)
     assert_matches_recomputation(cache, {"n1": [new]})
@@ -115,7 +133,7 @@ def test_updating_a_node_rewrites_its_row_and_keeps_its_pods():
     cache = Cache()
     old = make_node("n1", cpu="2")
     cache.add_node(old)
-    pod = on(make_pod("a", cpu="1"), "n1")
+    pod = make_pod("a", uid="uid-a", requests={"cpu": "1"}, node_name="n1")
     cache.add_pod(pod)
     new = make_node("n1", cpu="8", unschedulable=True, taints=[{"key": "k", "effect": "NoSchedule"}])
     info = cache.update_node(old, new)
@@ -128,7 +146,7 @@ def test_updating_a_node_rewrites_its_row_and_keeps_its_pods():
 
 def test_pods_that_arrive_before_their_node_are_attached_when_it_arrives():
     cache = Cache()
-    pod = on(make_pod("early", cpu="1"), "late-node")
+    pod = make_pod("early", uid="uid-early", requests={"cpu": "1"}, node_name="late-node")
     cache.add_pod(pod)
     assert cache.get_node_info("late-node") is None
     assert cache.node_count() == 0
@@ -142,7 +160,7 @@ def test_a_deleted_node_leaves_the_table_while_its_pods_can_still_be_deleted():
     cache = Cache()
     cache.add_node(make_node("n1"))
     cache.add_node(make_node("n2"))
-    pods = [on(make_pod(f"p{i}", cpu="100m"), "n1") for i in range(3)]
+    pods = [make_pod(f"p{i}", uid=f"uid-p{i}", requests={"cpu": "100m"}, node_name="n1") for i in range(3)]
     for pod in pods:
         cache.add_pod(pod)
     slot = cache.get_node_info("n1").slot
@@ -161,7 +179,7 @@ def test_a_deleted_node_leaves_the_table_while_its_pods_can_still_be_deleted():
 def test_a_node_that_comes_back_finds_the_pods_still_on_it():
     cache = Cache()
     cache.add_node(make_node("n1"))
-    pod = on(make_pod("a", cpu="1"), "n1")
+    pod = make_pod("a", uid="uid-a", requests={"cpu": "1"}, node_name="n1")
     cache.add_pod(pod)
     cache.remove_node(make_node("n1"))
     cache.add_node(make_node("n1", cpu="16"))
@@ -184,7 +202,7 @@ def test_table_slots_are_recycled_and_rows_cleared():
 def test_an_assumed_pod_counts_on_its_node_until_forgotten():
     cache = Cache()
     cache.add_node(make_node("n1"))
-    pod = on(make_pod("a", cpu="2"), "n1")
+    pod = make_pod("a", uid="uid-a", requests={"cpu": "2"}, node_name="n1")
     cache.assume_pod(pod)
     assert cache.is_assumed("uid-a")
     assert cache.assumed_count() == 1
@@ -198,10 +216,10 @@ def test_an_assumed_pod_counts_on_its_node_until_forgotten():
 def test_the_informer_confirms_an_assumed_pod():
     cache = Cache()
     cache.add_node(make_node("n1"))
-    assumed = on(make_pod("a", cpu="2"), "n1")
+    assumed = make_pod("a", uid="uid-a", requests={"cpu": "2"}, node_name="n1")
     cache.assume_pod(assumed)
     cache.finish_binding(assumed)
-    bound = on(make_pod("a", cpu="2"), "n1")
+    bound = make_pod("a", uid="uid-a", requests={"cpu": "2"}, node_name="n1")
     cache.add_pod(bound)
     assert not cache.is_assumed("uid-a")
     assert cache.get_node_info("n1").pods["uid-a"] is bound
@@ -215,8 +233,8 @@ def test_confirmation_on_another_node_moves_the_pod():
     cache = Cache()
     cache.add_node(make_node("n1"))
     cache.add_node(make_node("n2"))
-    cache.assume_pod(on(make_pod("a", cpu="2"), "n1"))
-    bound = on(make_pod("a", cpu="2"), "n2")
+    cache.assume_pod(make_pod("a", uid="uid-a", requests={"cpu": "2"}, node_name="n1"))
+    bound = make_pod("a", uid="uid-a", requests={"cpu": "2"}, node_name="n2")
     cache.add_pod(bound)
     assert_matches_recomputation(cache, {"n1": [], "n2": [bound]})
 
@@ -224,9 +242,9 @@ def test_confirmation_on_another_node_moves_the_pod():
 def test_an_update_event_can_confirm_an_assumed_pod():
     cache = Cache()
     cache.add_node(make_node("n1"))
-    assumed = on(make_pod("a", cpu="1"), "n1")
+    assumed = make_pod("a", uid="uid-a", requests={"cpu": "1"}, node_name="n1")
     cache.assume_pod(assumed)
-    cache.update_pod(make_pod("a", cpu="1"), assumed)
+    cache.update_pod(make_pod("a", uid="uid-a", requests={"cpu": "1"}), assumed)
     assert not cache.is_assumed("uid-a")
     assert cache.pod_count() == 1
 
@@ -244,7 +262,7 @@ def test_assumed_pods_expire_only_after_binding_finished_and_the_ttl(finish, ela
     clock = FakeClock()
     cache = Cache(assumed_pod_ttl=30.0, clock=clock)
     cache.add_node(make_node("n1"))
-    pod = on(make_pod("a", cpu="1"), "n1")
+    pod = make_pod("a", uid="uid-a", requests={"cpu": "1"}, node_name="n1")
     cache.assume_pod(pod)
     if finish:
         cache.finish_binding(pod)
@@ -259,7 +277,7 @@ def test_a_confirmed_pod_never_expires():
     clock = FakeClock()
     cache = Cache(assumed_pod_ttl=30.0, clock=clock)
     cache.add_node(make_node("n1"))
-    pod = on(make_pod("a"), "n1")
+    pod = make_pod("a", uid="uid-a", node_name="n1")
     cache.assume_pod(pod)
     cache.finish_binding(pod)
     cache.add_pod(pod)
@@ -270,13 +288,13 @@ def test_a_confirmed_pod_never_expires():
 
 @pytest.mark.parametrize(
     "pod",
-    [make_pod("unassigned"), on(make_pod("known"), "n1")],
+    [make_pod("unassigned", uid="uid-unassigned"), make_pod("known", uid="uid-known", node_name="n1")],
     ids=["without a node", "already in the cache"],
 )
 def test_assuming_an_impossible_pod_is_refused(pod):
     cache = Cache()
     cache.add_node(make_node("n1"))
-    cache.add_pod(on(make_pod("known"), "n1"))
+    cache.add_pod(make_pod("known", uid="uid-known", node_name="n1"))
     with pytest.raises(CacheError):
         cache.assume_pod(pod)
 
@@ -306,16 +324,19 @@ def test_random_event_sequences_keep_the_cache_equal_to_a_model():
             cache.remove_node(nodes.pop(name))
         elif op in ("pod+", "assume"):
             counter += 1
-            pod = on(
-                make_pod(
-                    f"p{counter}",
-                    cpu=f"{rng.randrange(1, 500)}m",
-                    # Unique: NodeInfo (like upstream) keeps a set of used ports, not a count.
-                    host_port=rng.choice([0, 0, 1000 + counter]),
-                    claim=rng.choice(["", "c1"]),
-                    anti_affinity=rng.random() < 0.2,
-                ),
-                f"n{rng.randrange(7)}",  # n6 never exists: a pod whose node never arrives
+            cpu = f"{rng.randrange(1, 500)}m"
+            # Unique: NodeInfo (like upstream) keeps a set of used ports, not a count.
+            port = rng.choice([0, 0, 1000 + counter])
+            claim = rng.choice(["", "c1"])
+            anti_affinity = rng.random() < 0.2
+            pod = make_pod(
+                f"p{counter}",
+                uid=f"uid-p{counter}",
+                requests={"cpu": cpu},
+                host_ports=[(port, "TCP")] if port else (),
+                pvcs=[claim] if claim else (),
+                affinity=ANTI_AFFINITY if anti_affinity else None,
+                node_name=f"n{rng.randrange(7)}",  # n6 never exists: a pod whose node never arrives
             )
             if op == "pod+":
                 cache.add_pod(pod)
@@ -333,7 +354,7 @@ def test_random_event_sequences_keep_the_cache_equal_to_a_model():
             assumed.discard(uid)
         elif op == "confirm" and assumed:
             uid = rng.choice(sorted(assumed))
-            bound = on(placed[uid], f"n{rng.randrange(6)}")
+            bound = placed[uid].on_node(f"n{rng.randrange(6)}")
             cache.add_pod(bound)
             placed[uid] = bound
             assumed.discard(uid)
@@ -357,8 +378,8 @@ def test_cache_size_gauges_follow_the_contents():
     registry = metrics.registry
     cache = Cache(metrics=metrics)
     cache.add_node(make_node("n1"))
-    cache.add_pod(on(make_pod("a"), "n1"))
-    cache.assume_pod(on(make_pod("b"), "n1"))
+    cache.add_pod(make_pod("a", uid="uid-a", node_name="n1"))
+    cache.assume_pod(make_pod("b", uid="uid-b", node_name="n1"))
 
     def value(kind: str) -> float:
         return registry.get_sample_value("scheduler_cache_size", {"type": kind})

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from cache_objects import make_node, make_pod, on
 
 from scheduler.cache import Cache, NodeTree, zone_key
+from scheduler.testing import make_node, make_pod, required_pod_affinity
+
+# the required (anti-)affinity terms the cache tracks per node
+AFFINITY = required_pod_affinity({"app": "x"})
+ANTI_AFFINITY = required_pod_affinity({"app": "x"}, anti=True)
 
 
 def names(cache: Cache) -> list[str]:
@@ -69,7 +73,7 @@ def test_the_snapshot_is_one_object_refreshed_only_when_something_changed():
     assert first.node_infos() is node_list and first.order is order
 
     # A pod without affinity changes no list.
-    cache.add_pod(on(make_pod("plain", cpu="1"), "n1"))
+    cache.add_pod(make_pod("plain", uid="uid-plain", requests={"cpu": "1"}, node_name="n1"))
     cache.snapshot()
     assert first.node_infos() is node_list
     assert first.have_pods_with_required_anti_affinity() is affinity
@@ -80,7 +84,7 @@ def test_the_snapshot_is_one_object_refreshed_only_when_something_changed():
     assert first.node_infos() is node_list
 
     # A pod with anti-affinity flips n2's membership: the affinity lists are rebuilt, not the order.
-    anti = on(make_pod("anti", anti_affinity=True), "n2")
+    anti = make_pod("anti", uid="uid-anti", affinity=ANTI_AFFINITY, node_name="n2")
     cache.add_pod(anti)
     cache.snapshot()
     assert first.node_infos() is node_list
@@ -89,7 +93,7 @@ def test_the_snapshot_is_one_object_refreshed_only_when_something_changed():
 
     # A second anti-affinity pod on the same node changes no membership.
     lists = first.have_pods_with_required_anti_affinity()
-    cache.add_pod(on(make_pod("anti2", anti_affinity=True), "n2"))
+    cache.add_pod(make_pod("anti2", uid="uid-anti2", affinity=ANTI_AFFINITY, node_name="n2"))
     cache.snapshot()
     assert first.have_pods_with_required_anti_affinity() is lists
 
@@ -105,7 +109,7 @@ def test_the_snapshot_sees_assumed_pods_without_copying():
     cache.add_node(make_node("n1"))
     snap = cache.snapshot()
     info = snap.get("n1")
-    cache.assume_pod(on(make_pod("a", cpu="1"), "n1"))
+    cache.assume_pod(make_pod("a", uid="uid-a", requests={"cpu": "1"}, node_name="n1"))
     assert snap.get("n1") is info
     assert "uid-a" in info.pods
     assert snap.get("missing") is None
@@ -116,7 +120,7 @@ def test_affinity_lists_follow_the_node_order():
     for name, zone in [("a1", "a"), ("a2", "a"), ("b1", "b")]:
         cache.add_node(make_node(name, zone=zone))
     for node in ("a2", "b1", "a1"):
-        cache.add_pod(on(make_pod(f"p-{node}", affinity=True), node))
+        cache.add_pod(make_pod(f"p-{node}", uid=f"uid-p-{node}", affinity=AFFINITY, node_name=node))
     snap = cache.snapshot()
     assert [i.name for i in snap.have_pods_with_affinity()] == ["a1", "b1", "a2"]
     assert snap.have_pods_with_required_anti_affinity() == []

@@ -31,7 +31,7 @@ from scheduler.client.kubeconfig import (
     load_kubeconfig,
 )
 from scheduler.testing import FakeClock
-from tests.extender.server import Pki, make_pki, record_key_files
+from tests.support.extender import Pki, make_pki, record_key_files
 
 V1 = "client.authentication.k8s.io/v1"
 V1BETA1 = "client.authentication.k8s.io/v1beta1"

@@ -1,6 +1,6 @@
 """scheduler.client.transport against real sockets: framing, the pool, watches, TLS, proxies.
 
-The servers are hand-written HTTP (tests/client/rawhttp.py), so every split, framing and close
+The servers are hand-written HTTP (tests/support/rawhttp.py), so every split, framing and close
 of an answer is the test's choice; the ``feed`` fixture makes a split reach the client as such.
 """
 
@@ -31,7 +31,8 @@ from scheduler.client.transport import (
     encode_request,
     environment_proxy,
 )
-from tests.client.rawhttp import (
+from tests.support.extender import Pki, free_port, make_pki
+from tests.support.rawhttp import (
     CHUNKED_HEAD,
     HANG_UP,
     LAST_CHUNK,
@@ -46,7 +47,6 @@ from tests.client.rawhttp import (
     ok,
     until,
 )
-from tests.extender.server import Pki, free_port, make_pki
 
 Serve = Callable[..., Awaitable[Server]]
 Pools = Callable[..., HttpPool]

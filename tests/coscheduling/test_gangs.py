@@ -9,7 +9,8 @@ from scheduler.config.load import parse_config
 from scheduler.plugins.coscheduling import PODGROUPS as PODGROUPS_KIND
 from scheduler.plugins.coscheduling import CoschedulingArgs
 from simcluster import SimCluster
-from tests.coscheduling.conftest import (
+from tests.support.cluster import eventually, local_serving, pod_manifest
+from tests.support.coscheduling import (
     PODGROUPS,
     bound,
     config,
@@ -19,7 +20,6 @@ from tests.coscheduling.conftest import (
     node_of,
     podgroup,
 )
-from tests.integration.conftest import eventually, local_serving, pod_manifest
 
 NAMES = [f"a-{i}" for i in range(4)]
 

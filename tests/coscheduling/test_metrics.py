@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from scheduler.app import SchedulerApp
 from simcluster import SimCluster
-from tests.coscheduling.conftest import PODGROUPS, bound, member, podgroup
-from tests.integration.conftest import eventually
+from tests.support.cluster import eventually
+from tests.support.coscheduling import PODGROUPS, bound, member, podgroup
 
 
 def _sample(app: SchedulerApp, name: str, **labels: str) -> float:

@@ -15,7 +15,7 @@ from scheduler.framework import Code, CycleState, Diagnosis, QueuedPodInfo
 from scheduler.plugins.coscheduling import POD_GROUP_LABEL, PODGROUPS, Coscheduling, CoschedulingArgs
 from scheduler.plugins.coscheduling.args import decode_args
 from scheduler.testing import FakeHandle, make_node, make_pod, run_permit, table_of
-from tests.coscheduling.conftest import config, podgroup
+from tests.support.coscheduling import config, podgroup
 
 
 class PodLister:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from scheduler.app import SchedulerApp
 from scheduler.plugins.coscheduling import PODGROUPS as PODGROUPS_KIND
 from simcluster import SimCluster
-from tests.coscheduling.conftest import Starter, bound, install_crd, member, node_of, podgroup
-from tests.integration.conftest import eventually, pod_manifest
+from tests.support.cluster import eventually, pod_manifest
+from tests.support.coscheduling import Starter, bound, install_crd, member, node_of, podgroup
 
 
 async def _full_nodes(sim: SimCluster) -> list[str]:

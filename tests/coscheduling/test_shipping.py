@@ -15,8 +15,8 @@ from scheduler.plugins.registry import in_tree_registry
 from scheduler.policy import check_profiles
 from simcluster import SimCluster
 from simcluster.errors import ApiError
-from tests.coscheduling.conftest import CRD, PODGROUPS, install_crd, podgroup
-from tests.deploy.shipping import (
+from tests.support.coscheduling import CRD, PODGROUPS, install_crd, podgroup
+from tests.support.shipping import (
     CHART,
     DEPLOY,
     HELM,

@@ -1,11 +1,12 @@
-"""Fixtures of the shipping tests; the helpers live in shipping.py (importable by name)."""
+"""Fixtures of the shipping tests; the helpers live in tests/support/shipping.py."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
 import pytest
-from shipping import HELM, NO_HELM, Manifest, parse, render_chart
+
+from tests.support.shipping import HELM, NO_HELM, Manifest, parse, render_chart
 
 
 @pytest.fixture

@@ -5,9 +5,9 @@ own config."""
 from __future__ import annotations
 
 import pytest
-from shipping import CHART, DEPLOY, scheduler_config
 
 from scheduler.config import load_config, parse_config
+from tests.support.shipping import CHART, DEPLOY, scheduler_config
 
 CI_VALUES = sorted(p.name for p in (CHART / "ci").glob("*-values.yaml"))
 

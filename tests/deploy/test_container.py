@@ -15,7 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from containers import (
+
+from tests.support.containers import (
     IMAGE,
     PLUGINS_IMAGE,
     READER_TOKEN,
@@ -30,7 +31,7 @@ from containers import (
     run_args,
     wait_until,
 )
-from shipping import HELM, NO_HELM, Manifest, parse, pick, render_chart
+from tests.support.shipping import HELM, NO_HELM, Manifest, parse, pick, render_chart
 
 UNAVAILABLE = docker_unavailable()
 pytestmark = [

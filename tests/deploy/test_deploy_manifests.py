@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 import yaml
-from shipping import (
+
+from tests.support.shipping import (
     DEPLOY,
     KUBECTL,
     NO_KUBECTL,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from shipping import ROOT
+from tests.support.shipping import ROOT
 
 DOCKERFILE = ROOT / "Dockerfile"
 RUNTIME = "(runtime)"  # the last stage, which has no name

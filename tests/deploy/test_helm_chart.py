@@ -6,7 +6,8 @@ import json
 
 import pytest
 import yaml
-from shipping import (
+
+from tests.support.shipping import (
     CHART,
     HELM,
     NO_HELM,

@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from shipping import (
+
+from scheduler.config import parse_config
+from scheduler.plugins.loading import declared_args, load_registry
+from tests.support.shipping import (
     HELM,
     NO_HELM,
     ROOT,
@@ -16,9 +19,6 @@ from shipping import (
     pick,
     scheduler_config,
 )
-
-from scheduler.config import parse_config
-from scheduler.plugins.loading import declared_args, load_registry
 
 pytestmark = [pytest.mark.helm, pytest.mark.skipif(HELM is None, reason=NO_HELM)]
 

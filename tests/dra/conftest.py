@@ -1,5 +1,5 @@
 """The integration tests here run the scheduler as tests/integration does."""
 
-from tests.integration.conftest import start_scheduler
+from tests.support.cluster import start_scheduler
 
 __all__ = ["start_scheduler"]

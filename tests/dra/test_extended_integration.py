@@ -10,8 +10,8 @@ import pytest
 from scheduler.app import SchedulerApp
 from scheduler.config import parse_config
 from simcluster import SimCluster
-from tests.dra.test_integration import DRIVER, UNSATISFIABLE, fleet, pending_message
-from tests.integration.conftest import RunningApps, eventually, local_serving, node_of, pod, pod_manifest
+from tests.support.cluster import RunningApps, eventually, local_serving, node_of, pod, pod_manifest
+from tests.support.dra import DRIVER, UNSATISFIABLE, fleet, pending_message
 
 GPU_CLASS = {
     "apiVersion": "resource.k8s.io/v1",

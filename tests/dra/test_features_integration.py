@@ -9,11 +9,20 @@ from typing import Any
 from scheduler.api.quantity import Quantity
 from scheduler.app import SchedulerApp
 from simcluster import SimCluster
-from tests.dra.test_integration import UNSATISFIABLE, claim_of, claim_pod, devices_of, fleet, pending_message
-from tests.integration.conftest import eventually, node_of, pod, scheduled_condition
+from tests.support.cluster import eventually, node_of, pod, scheduled_condition
+from tests.support.dra import (
+    GPU,
+    NIC,
+    SHARED_NIC,
+    UNSATISFIABLE,
+    claim_of,
+    claim_pod,
+    devices_of,
+    fleet,
+    pending_message,
+    publish_partitioned_gpu,
+)
 
-GPU = "gpu.example.com"
-NIC = "nic.example.com"
 FABRIC = "fabric.example.com"
 
 
@@ -46,46 +55,6 @@ def consumed_of(sim: SimCluster, pod_name: str) -> list[tuple[str, str, dict[str
     ]
 
 
-def partition(name: str, memory: str, profile: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "attributes": {"profile": {"string": profile}},
-        "consumesCounters": [{"counterSet": "gpu", "counters": {"memory": {"value": memory}}}],
-    }
-
-
-async def publish_partitioned_gpu(sim: SimCluster) -> None:
-    """The recorded pool: a counter set of 40Gi and three devices consuming it, on gpu-0000."""
-    pool = {"name": "gpu-0000", "generation": 1, "resourceSliceCount": 2}
-    counters = {"name": "gpu", "counters": {"memory": {"value": "40Gi"}}}
-    await sim.create(
-        "resourceslices",
-        {
-            "metadata": {"name": "gpu-0000-counters"},
-            "spec": {"driver": GPU, "pool": pool, "nodeName": "gpu-0000", "sharedCounters": [counters]},
-        },
-    )
-    devices = [
-        partition("full", "40Gi", "whole"),
-        partition("part-a", "20Gi", "half"),
-        partition("part-b", "20Gi", "half"),
-    ]
-    await sim.create(
-        "resourceslices",
-        {
-            "metadata": {"name": "gpu-0000-devices"},
-            "spec": {"driver": GPU, "pool": pool, "nodeName": "gpu-0000", "devices": devices},
-        },
-    )
-    await sim.create(
-        "deviceclasses",
-        {
-            "metadata": {"name": GPU},
-            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{GPU}"'}}]},
-        },
-    )
-
-
 async def test_a_partitioned_gpu_gives_its_parts_and_refuses_the_whole(start_scheduler) -> None:
     async with SimCluster(node_template=fleet(), kubelet=True, bookmark_interval=0.5) as sim:
         await publish_partitioned_gpu(sim)
@@ -104,19 +73,6 @@ async def test_a_partitioned_gpu_gives_its_parts_and_refuses_the_whole(start_sch
         await eventually(lambda: node_of(sim, "second") == "gpu-0000")
         assert devices_of(sim, "second") == ["part-b"]
         assert node_of(sim, "whole") == ""
-
-
-SHARED_NIC = {
-    "driver": NIC,
-    "count": 1,
-    "allowMultipleAllocations": True,
-    "capacity": {
-        "bandwidth": {
-            "value": "10G",
-            "requestPolicy": {"default": "1G", "validRange": {"min": "1G", "step": "1G"}},
-        }
-    },
-}
 
 
 async def test_a_shared_nic_takes_two_4g_claims_then_only_the_default(start_scheduler) -> None:

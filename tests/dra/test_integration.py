@@ -8,62 +8,17 @@ from typing import Any
 import pytest
 
 from simcluster import SimCluster
-from tests.integration.conftest import eventually, node_of, pod, pod_manifest, scheduled_condition
-
-DRIVER = "gpu.example.com"
-UNSATISFIABLE = (
-    "0/3 nodes are available: 3 cannot allocate all claims. still not schedulable, preemption: "
-    "0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+from tests.support.cluster import eventually, node_of, pod
+from tests.support.dra import (
+    DRIVER,
+    UNSATISFIABLE,
+    claim_of,
+    claim_pod,
+    devices_of,
+    fleet,
+    pending_message,
+    template,
 )
-
-
-def fleet(*device_sets: dict[str, Any]) -> list[dict[str, Any]]:
-    """One GPU node with ``device_sets`` and two nodes without devices."""
-    return [
-        {"namePrefix": "gpu-", "count": 1, "devices": list(device_sets)},
-        {"namePrefix": "cpu-", "count": 2},
-    ]
-
-
-def template(name: str, *selectors: str, count: int = 1, constraints: list | None = None) -> dict[str, Any]:
-    exactly: dict[str, Any] = {"deviceClassName": DRIVER, "count": count}
-    if selectors:
-        exactly["selectors"] = [{"cel": {"expression": s}} for s in selectors]
-    devices: dict[str, Any] = {"requests": [{"name": "g", "exactly": exactly}]}
-    if constraints:
-        devices["constraints"] = constraints
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaimTemplate",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"spec": {"devices": devices}},
-    }
-
-
-def claim_pod(name: str, template_name: str) -> dict[str, Any]:
-    manifest = pod_manifest(name)
-    manifest["spec"]["resourceClaims"] = [{"name": "g", "resourceClaimTemplateName": template_name}]
-    manifest["spec"]["containers"][0]["resources"]["claims"] = [{"name": "g"}]
-    return manifest
-
-
-def claim_of(sim: SimCluster, pod_name: str) -> dict[str, Any] | None:
-    statuses = ((pod(sim, pod_name) or {}).get("status") or {}).get("resourceClaimStatuses") or ()
-    for status in statuses:
-        if status.get("resourceClaimName"):
-            return sim.store.get("resourceclaims", "default", status["resourceClaimName"])
-    return None
-
-
-def devices_of(sim: SimCluster, pod_name: str) -> list[str]:
-    claim = claim_of(sim, pod_name) or {}
-    allocation = (claim.get("status") or {}).get("allocation") or {}
-    return [r["device"] for r in (allocation.get("devices") or {}).get("results") or ()]
-
-
-def pending_message(sim: SimCluster, pod_name: str) -> str:
-    condition = scheduled_condition(sim, pod_name) or {}
-    return condition.get("message", "") if condition.get("status") == "False" else ""
 
 
 @pytest.fixture

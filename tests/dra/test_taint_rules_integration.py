@@ -10,7 +10,8 @@ import pytest
 
 from scheduler.features import FeatureGates
 from simcluster import SimCluster
-from tests.dra.test_integration import (
+from tests.support.cluster import eventually, node_of
+from tests.support.dra import (
     DRIVER,
     UNSATISFIABLE,
     claim_pod,
@@ -19,7 +20,6 @@ from tests.dra.test_integration import (
     pending_message,
     template,
 )
-from tests.integration.conftest import eventually, node_of
 
 BROKEN = {
     "apiVersion": "resource.k8s.io/v1beta2",

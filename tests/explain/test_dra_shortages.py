@@ -5,11 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from simcluster import SimCluster
-from tests.dra.test_features_integration import SHARED_NIC, publish_partitioned_gpu
-from tests.dra.test_integration import fleet
-from tests.integration.conftest import pod_manifest
-
-from .conftest import kubeconfig, run_explain
+from tests.support.cluster import pod_manifest
+from tests.support.dra import SHARED_NIC, fleet, publish_partitioned_gpu
+from tests.support.explain import kubeconfig, run_explain
 
 GPU = "gpu.example.com"
 

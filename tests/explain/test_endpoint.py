@@ -9,9 +9,8 @@ import aiohttp
 from aiohttp import web
 
 from simcluster.access import ADMIN_TOKEN
-from tests.integration.conftest import eventually, pod_manifest, scheduled_condition
-
-from .conftest import kubeconfig, run_explain
+from tests.support.cluster import eventually, pod_manifest, scheduled_condition
+from tests.support.explain import kubeconfig, run_explain
 
 DEBUGGER_TOKEN = "debugger-token"
 STRANGER_TOKEN = "stranger-token"

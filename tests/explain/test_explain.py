@@ -15,9 +15,8 @@ from scheduler.framework import CycleState
 from scheduler.schedule_one import ScheduleResult, run_now
 from scheduler.serving.options import ServingOptions
 from simcluster import SimCluster
-from tests.integration.conftest import eventually, pod_manifest, scheduled_condition
-
-from .conftest import kubeconfig, run_explain
+from tests.support.cluster import eventually, pod_manifest, scheduled_condition
+from tests.support.explain import kubeconfig, run_explain
 
 
 def counts_in(message: str) -> dict[str, int]:

@@ -6,9 +6,8 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import pod_manifest
-
-from .conftest import kubeconfig, run_explain
+from tests.support.cluster import pod_manifest
+from tests.support.explain import kubeconfig, run_explain
 
 
 async def suggestions_for(cluster, capsys, tmp_path, manifest: dict[str, Any]) -> list[str]:

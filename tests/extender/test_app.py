@@ -13,8 +13,8 @@ from typing import Any
 from scheduler.app import SchedulerApp
 from scheduler.config import parse_config
 from simcluster import SimCluster
-from tests.extender.server import ExtenderServer, make_pki
-from tests.integration.conftest import eventually, local_serving, node_of, pod_manifest
+from tests.support.cluster import eventually, local_serving, node_of, pod_manifest
+from tests.support.extender import ExtenderServer, make_pki
 
 WIDGET = "example.com/widget"
 

@@ -17,8 +17,8 @@ from scheduler.config import ExtenderManagedResource, ExtenderTLSConfig
 from scheduler.extender import ApiObjects, ExtenderConfigError, ExtenderError, HTTPExtender, tls_context
 from scheduler.framework import NodeInfo, Victims
 from scheduler.testing import FakeSnapshot, node_dict, pod_dict, table_of
-from tests.client.rawhttp import Server, TunnelProxy, answers, ok
-from tests.extender.server import ExtenderServer, free_port, make_pki, record_key_files
+from tests.support.extender import ExtenderServer, free_port, make_pki, record_key_files
+from tests.support.rawhttp import Server, TunnelProxy, answers, ok
 
 PKI = make_pki()
 

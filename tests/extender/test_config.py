@@ -22,7 +22,7 @@ from scheduler.config import (
 from scheduler.plugins.registry import in_tree_registry
 from scheduler.runtime import FrameworkError
 from scheduler.testing import FakeClient
-from tests.extender.server import make_pki
+from tests.support.extender import make_pki
 
 HEADER = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
 CA = make_pki().ca

@@ -21,7 +21,7 @@ from scheduler.plugins.registry import in_tree_registry
 from scheduler.policy import available_plugins
 from scheduler.schedule_one import prioritize_with_extenders
 from scheduler.testing import node_dict, pod_dict
-from tests.extender.server import ExtenderServer
+from tests.support.extender import ExtenderServer
 
 HEADER = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
 GPU = "example.com/gpu"

@@ -9,27 +9,17 @@ import pytest
 
 from scheduler.api import Node, Pod
 from scheduler.framework import NodeInfo, NodeTable
+from scheduler.testing import make_node, make_pod
 
 
-def node(name: str, cpu: str = "4", memory: str = "8Gi", pods: int = 110, **spec: object) -> Node:
-    return Node.from_dict(
-        {
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-            "spec": dict(spec),
-            "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": str(pods)}},
-        }
-    )
+def node(
+    name: str, cpu: str = "4", memory: str = "8Gi", pods: int = 110, unschedulable: bool = False
+) -> Node:
+    return make_node(name, cpu=cpu, memory=memory, pods=pods, unschedulable=unschedulable)
 
 
 def pod(name: str, cpu: str = "500m", memory: str = "1Gi") -> Pod:
-    return Pod.from_dict(
-        {
-            "metadata": {"name": name, "namespace": "default", "uid": name},
-            "spec": {
-                "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": memory}}}]
-            },
-        }
-    )
+    return make_pod(name, uid=name, requests={"cpu": cpu, "memory": memory})
 
 
 def placed(table: NodeTable, info: NodeInfo, *pods: Pod) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from scheduler.app import SchedulerApp
 from simcluster import SimCluster
-from tests.gang.conftest import (
+from tests.support.cluster import eventually
+from tests.support.gang import (
     NewCluster,
     StartScheduler,
     group_condition,
@@ -15,7 +16,6 @@ from tests.gang.conftest import (
     pod_condition,
     pod_group,
 )
-from tests.integration.conftest import eventually
 
 FIT_MESSAGE = (
     "0/2 nodes are available: 2 Insufficient cpu. no new claims to deallocate, preemption: 0/2 nodes are "

@@ -10,7 +10,7 @@ import pytest
 from scheduler.client.config import load_client_config
 from scheduler.client.rest import KubeClient
 from simcluster import SimCluster
-from tests.gang.conftest import WORKLOAD_API, NewCluster, pod_group
+from tests.support.gang import WORKLOAD_API, NewCluster, pod_group
 
 BASE = "/apis/scheduling.k8s.io/v1alpha2"
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
-from tests.gang.conftest import (
+from tests.support.cluster import eventually
+from tests.support.gang import (
     NewCluster,
     StartScheduler,
     group_condition,
@@ -14,7 +15,6 @@ from tests.gang.conftest import (
     pod_condition,
     pod_group,
 )
-from tests.integration.conftest import eventually
 
 
 async def test_min_count_is_reached_by_a_later_pod(

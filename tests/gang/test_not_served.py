@@ -7,8 +7,8 @@ import logging
 
 import pytest
 
-from tests.gang.conftest import WORKLOAD_API, NewCluster, StartScheduler, member, node_of
-from tests.integration.conftest import eventually
+from tests.support.cluster import eventually
+from tests.support.gang import WORKLOAD_API, NewCluster, StartScheduler, member, node_of
 
 
 async def test_without_the_workload_api_the_gates_are_off_and_pods_schedule_alone(

@@ -12,7 +12,7 @@ from scheduler.framework import CycleState, Handle, Status
 from scheduler.plugins.gangscheduling import PODGROUPS
 from scheduler.plugins.registry import in_tree_registry
 from scheduler.testing import FakeClient, FakeClock, FakeLister, make_node, pod_dict
-from tests.gang.conftest import GANG_GATES, pod_group
+from tests.support.gang import GANG_GATES, pod_group
 
 
 class RaceAtReserve:

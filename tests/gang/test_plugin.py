@@ -7,7 +7,7 @@ from typing import Any
 from scheduler.framework import Code, CycleState, Pod
 from scheduler.plugins.gangscheduling import PODGROUPS, GangScheduling
 from scheduler.testing import FakeHandle, make_pod, run_permit
-from tests.gang.conftest import pod_group
+from tests.support.gang import pod_group
 
 
 def gang_pod(name: str, group: str = "train") -> Pod:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.queue.test_scheduling_queue import make_pod, make_queue, pop_now
+from tests.support.queue import make_pod, make_queue, pop_now
 
 
 async def test_a_pending_pod_is_taken_from_wherever_it_waits() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from scheduler.app import SchedulerApp
 from scheduler.plugins.gangscheduling import PODGROUPS
-from tests.gang.conftest import NewCluster, StartScheduler, group_condition, member, node_of, pod_group
-from tests.integration.conftest import eventually, pod_manifest
+from tests.support.cluster import eventually, pod_manifest
+from tests.support.gang import NewCluster, StartScheduler, group_condition, member, node_of, pod_group
 
 
 async def test_a_gang_preempts_then_binds_whole(

@@ -3,7 +3,8 @@ domain, or not at all."""
 
 from __future__ import annotations
 
-from tests.gang.conftest import (
+from tests.support.cluster import eventually
+from tests.support.gang import (
     TOPOLOGY_GATES,
     NewCluster,
     StartScheduler,
@@ -12,7 +13,6 @@ from tests.gang.conftest import (
     node_of,
     pod_group,
 )
-from tests.integration.conftest import eventually
 
 ZONE = "topology.kubernetes.io/zone"
 TWO_ZONES = {

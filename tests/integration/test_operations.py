@@ -16,8 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from scheduler.app import SchedulerApp
 from scheduler.config import default_config
 from simcluster import SimCluster
-
-from .conftest import eventually, local_serving, node_of, pod_manifest
+from tests.support.cluster import eventually, local_serving, node_of, pod_manifest
 
 LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 2.0, 1.5, 0.3
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from simcluster import SimCluster
-
-from .conftest import eventually, node_of, pod, pod_manifest
+from tests.support.cluster import eventually, node_of, pod, pod_manifest
 
 
 def placed(name: str, node: str, cpu: str, priority: int, **labels: str) -> dict[str, Any]:

@@ -11,8 +11,7 @@ import sys
 import pytest
 
 from simcluster import SimCluster
-
-from .conftest import eventually, node_of, pod, pod_manifest, scheduled_condition
+from tests.support.cluster import eventually, node_of, pod, pod_manifest, scheduled_condition
 
 
 def events_for(sim: SimCluster, name: str, reason: str) -> list[dict]:

@@ -10,8 +10,7 @@ import orjson
 import pytest
 
 from simcluster import SimCluster
-
-from .conftest import eventually, node_of, pod_manifest, scheduled_condition
+from tests.support.cluster import eventually, node_of, pod_manifest, scheduled_condition
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"

@@ -7,8 +7,7 @@ import asyncio
 from typing import Any
 
 from simcluster import SimCluster
-
-from .conftest import eventually, node_of, pod_manifest, scheduled_condition
+from tests.support.cluster import eventually, node_of, pod_manifest, scheduled_condition
 
 HOSTNAME = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"

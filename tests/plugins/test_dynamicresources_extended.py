@@ -15,7 +15,7 @@ from scheduler.plugins.dynamicresources import DynamicResources
 from scheduler.testing import make_node, make_pod, run_profile
 from scheduler.testing.builders import FakeClient, FakeHandle, table_of
 from scheduler.testing.dra import DRIVER, device, resource_slice
-from tests.integration.conftest import eventually
+from tests.support.cluster import eventually
 
 GPU = "example.com/gpu"
 GPU_CLASS = {

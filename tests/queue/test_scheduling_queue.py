@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -16,72 +16,29 @@ from scheduler.framework import (
     ClusterEventWithHint,
     QueuedPodInfo,
     QueueingHint,
-    Status,
 )
 from scheduler.framework.interface import NODE, PERSISTENT_VOLUME, POD, WILDCARD
 from scheduler.metrics import SchedulerMetrics
 from scheduler.queue import SchedulingQueue, backoff_duration
-from scheduler.queue.gangs import Gang
+from tests.support.queue import (
+    GANG,
+    GATES,
+    START,
+    FakeClock,
+    FakePolicy,
+    make_pod,
+    make_queue,
+    pop_now,
+    priority_sort,
+)
 
-START = 1000.0
 FIT = "NodeResourcesFit"
-GATES = "SchedulingGates"
-GANG = "Gang"
 NODE_ADD = ClusterEvent(NODE, ActionType.ADD)
 PV_ADD = ClusterEvent(PERSISTENT_VOLUME, ActionType.ADD)
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = START
-
-    def __call__(self) -> float:
-        return self.now
-
-
-class FakePolicy:
-    """SchedulingGates-like PreEnqueue plus a fixed table of registered events per plugin."""
-
-    def __init__(self, registered: Mapping[str, Sequence[ClusterEventWithHint]] | None = None) -> None:
-        self.registered = dict(registered or {})
-
-    def pre_enqueue(self, pod: Pod) -> tuple[str, Status | None]:
-        if pod.scheduling_gates:
-            return GATES, Status.unresolvable(f"waiting for scheduling gates: {list(pod.scheduling_gates)}")
-        return "", None
-
-    def hints(self, pod: Pod) -> Mapping[str, Sequence[ClusterEventWithHint]]:
-        return self.registered
-
-    def gang_of(self, pod: Pod) -> Gang | None:
-        """Pods labelled ``gang=NAME`` form a gang of the plugin ``Gang``."""
-        name = pod.labels.get("gang")
-        return Gang(GANG, f"{GANG}:{name}") if name else None
-
-
-def priority_sort(info: QueuedPodInfo) -> tuple[int, float]:
-    return (-info.pod.priority, info.timestamp)
-
-
-def make_pod(name: str, priority: int = 0, **fields) -> Pod:
-    return Pod(uid=f"uid-{name}", namespace="default", name=name, priority=priority, **fields)
-
-
 def always(hint: QueueingHint) -> Callable[[Pod, object, object], QueueingHint]:
     return lambda pod, old, new: hint
-
-
-def make_queue(registered=None, metrics=None, **kwargs) -> tuple[SchedulingQueue, FakeClock]:
-    clock = FakeClock()
-    queue = SchedulingQueue(
-        sort_key=priority_sort, policy=FakePolicy(registered), clock=clock, metrics=metrics, **kwargs
-    )
-    return queue, clock
-
-
-async def pop_now(queue: SchedulingQueue) -> QueuedPodInfo:
-    """Pop when something is known to be ready (fails instead of blocking otherwise)."""
-    return await asyncio.wait_for(queue.pop(), timeout=1.0)
 
 
 async def reject(queue: SchedulingQueue, *plugins: str, pending: Sequence[str] = ()) -> QueuedPodInfo:

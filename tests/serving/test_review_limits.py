@@ -15,7 +15,7 @@ from scheduler.serving import AuthOptions, DelegatedAuth, ServingCertificate, St
 from scheduler.serving.auth import CACHE_SIZE
 from scheduler.testing import FakeClock
 from simcluster import SimCluster
-from tests.integration.conftest import RunningApps, eventually, local_serving, node_of, pod_manifest
+from tests.support.cluster import RunningApps, eventually, local_serving, node_of, pod_manifest
 
 GOOD = "Bearer good-token"
 

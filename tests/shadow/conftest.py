@@ -1,3 +1,3 @@
 """The in-process scheduler fixture of the integration tests."""
 
-from tests.integration.conftest import start_scheduler  # noqa: F401  (a fixture)
+from tests.support.cluster import start_scheduler  # noqa: F401  (a fixture)

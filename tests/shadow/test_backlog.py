@@ -16,7 +16,7 @@ from scheduler.plugins.registry import in_tree_registry
 from scheduler.shadow import ShadowMode
 from scheduler.shadow.backlog import Backlog
 from scheduler.testing import FakeClient, make_node, make_pod
-from tests.integration.conftest import eventually
+from tests.support.cluster import eventually
 
 OTHER = "default-scheduler"
 

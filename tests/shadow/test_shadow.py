@@ -17,7 +17,7 @@ from scheduler.config import default_config
 from simcluster import SimCluster
 from simcluster.access import ADMIN_TOKEN
 from simcluster.faults import LatencyRule
-from tests.integration.conftest import eventually, pod_manifest
+from tests.support.cluster import eventually, pod_manifest
 
 OTHER = "default-scheduler"
 READS = {"get", "list", "watch"}

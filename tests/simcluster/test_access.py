@@ -12,7 +12,7 @@ import yaml
 
 from simcluster import SimCluster
 from simcluster.access import ADMIN_TOKEN, AccessTable, Attributes
-from tests.simcluster.kubectl import Kubectl, uses_kubectl
+from tests.support.kubectl import Kubectl, uses_kubectl
 
 ALICE = "alice-token"
 

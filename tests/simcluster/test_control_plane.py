@@ -14,7 +14,7 @@ import pytest
 
 from simcluster import SimCluster
 from simcluster.controllers import deletion_order
-from tests.simcluster.kubectl import Kubectl, uses_kubectl
+from tests.support.kubectl import Kubectl, uses_kubectl
 
 PODS = "/api/v1/namespaces/default/pods"
 

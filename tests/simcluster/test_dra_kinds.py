@@ -15,7 +15,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.rest import ApiException
 
 from simcluster import SimCluster
-from tests.simcluster.kubectl import Kubectl, uses_kubectl
+from tests.support.kubectl import Kubectl, uses_kubectl
 
 GROUP = "/apis/resource.k8s.io/v1"
 BAD = 'ResourceClaim.resource.k8s.io "c" is invalid: '

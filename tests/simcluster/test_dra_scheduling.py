@@ -8,7 +8,7 @@ from typing import Any
 
 from simcluster import SimCluster
 from simcluster.resourceclaims import FINALIZER
-from tests.integration.conftest import eventually, node_of, pod_manifest, start_scheduler
+from tests.support.cluster import eventually, node_of, pod_manifest, start_scheduler
 
 __all__ = ["start_scheduler"]
 

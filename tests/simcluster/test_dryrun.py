@@ -12,7 +12,7 @@ import aiohttp
 import pytest
 
 from simcluster import SimCluster
-from tests.simcluster.kubectl import Kubectl, uses_kubectl
+from tests.support.kubectl import Kubectl, uses_kubectl
 
 PODS = "/api/v1/namespaces/default/pods"
 

@@ -17,8 +17,8 @@ from scheduler.app import SchedulerApp
 from scheduler.config import default_config
 from simcluster import SimCluster
 from simcluster.events import to_core, to_events_v1
-from tests.integration.conftest import local_serving
-from tests.simcluster.kubectl import Kubectl, uses_kubectl
+from tests.support.cluster import local_serving
+from tests.support.kubectl import Kubectl, uses_kubectl
 
 CORE = "/api/v1/namespaces/default/events"
 V1 = "/apis/events.k8s.io/v1/namespaces/default/events"

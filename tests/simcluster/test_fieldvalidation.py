@@ -8,7 +8,7 @@ import aiohttp
 import pytest
 
 from simcluster import SimCluster
-from tests.simcluster.test_crds import Http
+from tests.support.crds import Http
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
 

@@ -19,7 +19,7 @@ import kopf
 import pytest
 
 from simcluster import SimCluster
-from tests.simcluster.test_crds import WIDGET_CRD, WIDGETS, Http, established, widget
+from tests.support.crds import WIDGET_CRD, WIDGETS, Http, established, widget
 
 PEERING = "/apis/kopf.dev/v1/namespaces/default/kopfpeerings/default"
 PEERING_CRD = {

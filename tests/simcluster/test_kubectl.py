@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from simcluster import SimCluster
-from tests.simcluster.kubectl import KUBECTL, needs_kubectl
+from tests.support.kubectl import KUBECTL, needs_kubectl
 
 pytestmark = needs_kubectl
 

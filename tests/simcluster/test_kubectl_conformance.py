@@ -20,7 +20,7 @@ from scheduler.app import SchedulerApp
 from scheduler.config import default_config
 from scheduler.serving.options import ServingOptions
 from simcluster import SimCluster
-from tests.simcluster.kubectl import Kubectl, needs_kubectl
+from tests.support.kubectl import Kubectl, needs_kubectl
 
 pytestmark = [*needs_kubectl, pytest.mark.slow]
 

@@ -16,8 +16,8 @@ import pytest
 import yaml
 
 from simcluster import SimCluster
-from tests.simcluster.kubectl import Kubectl, needs_kubectl
-from tests.simcluster.test_crds import WIDGET_CRD
+from tests.support.crds import WIDGET_CRD
+from tests.support.kubectl import Kubectl, needs_kubectl
 
 ROOT = Path(__file__).resolve().parents[2]
 HELM = ROOT / ".tools" / "bin" / "helm"

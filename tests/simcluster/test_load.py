@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -15,16 +15,7 @@ from scheduler.client.config import load_client_config
 from scheduler.client.informer import Informer
 from scheduler.client.rest import KubeClient
 from simcluster import SimCluster
-
-
-async def eventually(check: Callable[[], Any], timeout: float = 5.0) -> Any:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while loop.time() < deadline:
-        if value := check():
-            return value
-        await asyncio.sleep(0.01)
-    raise AssertionError("condition not met")
+from tests.support.cluster import eventually
 
 
 def bound_pod(name: str, node: str, namespace: str = "default") -> dict[str, Any]:
@@ -101,7 +92,7 @@ async def test_a_watch_from_before_the_load_gets_410_and_an_informer_relists(
             before = str(sim.store.revision)
             sim.load({"pods": [bound_pod("a", "node-0000"), bound_pod("b", "node-0001")]})
             # the load sent no watch event: the informer learns of it by relisting
-            await eventually(lambda: handler.names == {"a", "b"})
+            await eventually(lambda: handler.names == {"a", "b"}, timeout=5.0, interval=0.01)
         finally:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
@@ -180,7 +171,7 @@ async def test_volume_controllers_run_without_workload_controllers() -> None:
             found = sim.store.get("persistentvolumeclaims", "default", "data") or {}
             return (found.get("status") or {}).get("phase") == "Bound"
 
-        await eventually(bound)
+        await eventually(bound, timeout=5.0, interval=0.01)
 
 
 async def test_watches_of_a_view_of_the_loaded_kind_end_too(sim: SimCluster) -> None:

@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from simcluster import SimCluster
-from tests.simcluster.test_crds import CRDS, WIDGET_CRD, Http, established
+from tests.support.crds import CRDS, WIDGET_CRD, Http, established
 
 
 @pytest.fixture

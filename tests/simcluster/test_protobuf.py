@@ -14,7 +14,7 @@ import pytest
 from simcluster import SimCluster
 from simcluster.errors import ApiError
 from simcluster.protobuf import MAGIC, PROTOBUF, decode
-from tests.simcluster.kubectl import Kubectl, uses_kubectl
+from tests.support.kubectl import Kubectl, uses_kubectl
 
 # ---- a test-side encoder: just enough wire format to build bodies by hand ------------------
 

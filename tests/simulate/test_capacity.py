@@ -16,7 +16,7 @@ from scheduler.config import default_config
 from scheduler.simulate.engine import Simulation
 from scheduler.simulate.snapshot import parse_snapshot
 from simcluster import SimCluster
-from tests.simulate.helpers import (
+from tests.support.simulate import (
     full_cluster,
     node,
     pod,

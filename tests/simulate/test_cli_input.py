@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.simulate.helpers import (
+from tests.support.simulate import (
     pod,
     run_cli,
 )

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.simulate.helpers import node, pod, run_cli
+from tests.support.simulate import node, pod, run_cli
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CI_LIKE = bool(os.environ.get("CI")) or (os.geteuid() == 0 and shutil.which("apt-get") is not None)

@@ -19,7 +19,8 @@ from scheduler.config import default_config
 from scheduler.simulate.engine import Simulation, key_of
 from scheduler.simulate.workloads import expand
 from simcluster import SimCluster
-from tests.simulate.helpers import (
+from tests.support.cluster import eventually
+from tests.support.simulate import (
     REPO,
     ZONE,
     full_cluster,
@@ -31,7 +32,6 @@ from tests.simulate.helpers import (
     run_cli,
     running_scheduler,
     snapshot_of,
-    until,
 )
 
 
@@ -92,7 +92,10 @@ async def test_simulate_places_pods_as_a_real_run_does(tmp_path: Path) -> None:
                     ]
                     return nodes_of(sim, keys) if len(keys) == count else {}
 
-                real[name] = Counter(node or "<pending>" for node in (await until(placed)).values())
+                real[name] = Counter(
+                    node or "<pending>"
+                    for node in (await eventually(placed, timeout=20.0, interval=0.01)).values()
+                )
 
     manifests = tmp_path / "add.yaml"
     manifests.write_text(yaml.safe_dump_all(WORKLOADS))

@@ -9,7 +9,7 @@ from typing import Any
 
 from scheduler.simulate.snapshot import parse_snapshot, take_snapshot
 from simcluster import SimCluster
-from tests.simulate.helpers import (
+from tests.support.simulate import (
     populate,
     snapshot_of,
 )

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from shipping import Manifest, pick
+
+from tests.support.shipping import Manifest, pick
 
 T = TypeVar("T")
 

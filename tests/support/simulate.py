@@ -7,7 +7,7 @@ import contextlib
 import random
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -20,18 +20,9 @@ from scheduler.serving.options import ServingOptions
 from scheduler.simulate.engine import key_of, unschedulable_condition
 from scheduler.simulate.snapshot import read_cluster, write_snapshot
 from simcluster import SimCluster
+from tests.support.cluster import eventually
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-async def until(check: Callable[[], Any], timeout: float = 20.0) -> Any:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while loop.time() < deadline:
-        if value := check():
-            return value
-        await asyncio.sleep(0.01)
-    raise AssertionError("condition not met in time")
 
 
 def decided(pod: dict[str, Any] | None) -> bool:
@@ -75,7 +66,7 @@ async def schedule_directly(
     """Create the pods once the real scheduler has synced; returns each one's node ("" pending)."""
     async with running_scheduler(sim, tmp_path, seed):
         keys = [key_of(await sim.create("pods", pod)) for pod in pods]
-        placed: dict[str, str] = await until(lambda: nodes_of(sim, keys))
+        placed: dict[str, str] = await eventually(lambda: nodes_of(sim, keys), timeout=20.0, interval=0.01)
         return placed
 
 

@@ -8,11 +8,11 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from cache_objects import make_node
 
 from scheduler.api import LabelSelector, Pod
 from scheduler.cache import Cache
 from scheduler.framework.pod_index import PodIndex
+from scheduler.testing import make_node, make_pod
 
 
 def pod(
@@ -22,11 +22,14 @@ def pod(
     namespace: str = "default",
     terminating: bool = False,
 ) -> Pod:
-    meta: dict[str, Any] = {"name": name, "namespace": namespace, "uid": f"uid-{namespace}-{name}"}
-    meta["labels"] = labels or {}
-    if terminating:
-        meta["deletionTimestamp"] = "2025-01-01T00:00:00Z"
-    return Pod.from_dict({"metadata": meta, "spec": {"nodeName": node, "containers": []}})
+    return make_pod(
+        name,
+        namespace=namespace,
+        uid=f"uid-{namespace}-{name}",
+        labels=labels,
+        node_name=node,
+        deletion_timestamp="2025-01-01T00:00:00Z" if terminating else "",
+    )
 
 
 def sel(**raw: Any) -> LabelSelector | None:

@@ -27,11 +27,11 @@ from scheduler.client.rest import KubeClient
 from scheduler.podgroup_controller import operator
 from scheduler.podgroup_controller.reconciler import Reconciler
 from simcluster import SimCluster
-from tests.client.rawhttp import Server, TunnelProxy
-from tests.coscheduling.conftest import PODGROUPS, install_crd, member, podgroup
-from tests.extender.server import make_pki
-from tests.integration.conftest import eventually
-from tests.simcluster.test_crds import Http
+from tests.support.cluster import eventually
+from tests.support.coscheduling import PODGROUPS, install_crd, member, podgroup
+from tests.support.crds import Http
+from tests.support.extender import make_pki
+from tests.support.rawhttp import Server, TunnelProxy
 
 GROUP = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups/train"
 OWNER = {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "u-1", "controller": True}
