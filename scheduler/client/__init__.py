@@ -1,8 +1,9 @@
 """Talking to the API server: auth, raw JSON requests, throttling, informers, events, pod writes.
 
 Everything here speaks plain JSON (orjson) over our own HTTP/1.1 pool (``transport``), with the
-credentials of a kubeconfig or the service account read as client-go does (``kubeconfig``);
-the generated OpenAPI models are never built (DESIGN.md principle 2).
+credentials of a kubeconfig or the service account read as client-go does (``kubeconfig``); the
+generated OpenAPI models are never built (docs/architecture.md, Principles: "Keep only what
+scheduling reads").
 """
 
 from scheduler.client.config import ClientConfigError, load_client_config

@@ -1,11 +1,12 @@
 """The scheduler's writes to pods' status (PodScheduled condition, nominated node), until they land.
 
 A pod reported unschedulable must say so in its status even if the API server was unreachable at
-that moment (DESIGN.md principle 6). Changes are written in the background: each pod has at most
-one change waiting (a newer one merges into it, the newest condition wins), so memory stays
-bounded by the number of pods; a failed write is retried with backoff, oldest pod first, until it
-lands, the pod is gone, or the server refuses it for good. Each write is computed against the
-pod as the informer last saw it, so nothing already true is sent again.
+that moment (docs/architecture.md, Principles: "Nothing lost"). Changes are written in the
+background: each pod has at most one change waiting (a newer one merges into it, the newest
+condition wins), so memory stays bounded by the number of pods; a failed write is retried with
+backoff, oldest pod first, until it lands, the pod is gone, or the server refuses it for good. Each
+write is computed against the pod as the informer last saw it, so nothing already true is sent
+again.
 """
 
 from __future__ import annotations
