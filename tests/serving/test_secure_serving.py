@@ -200,6 +200,15 @@ async def test_review_answers_are_cached_for_their_ttl() -> None:
     assert api.calls == ["tokenreviews", "subjectaccessreviews"] * 2
 
 
+async def test_a_ttl_of_zero_caches_no_review_answer() -> None:
+    api = CountingApi()
+    options = AuthOptions(token_cache_ttl=0, allow_cache_ttl=0, deny_cache_ttl=0)
+    auth = DelegatedAuth(api, api, options, clock=FakeClock())
+    for _ in range(2):
+        assert (await auth.decide("GET", "/metrics", "Bearer t", None)).status == 200
+    assert api.calls == ["tokenreviews", "subjectaccessreviews"] * 2
+
+
 async def _served_names(server: StatusServer) -> list[str]:
     host, port = "127.0.0.1", server.port
     context = ssl.create_default_context()
