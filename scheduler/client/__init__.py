@@ -9,7 +9,8 @@ scheduling reads").
 from scheduler.client.config import ClientConfigError, load_client_config
 from scheduler.client.events import NORMAL, WARNING, EventRecorder
 from scheduler.client.informer import EventHandler, Informer, InformerGroup, Store
-from scheduler.client.kubeconfig import ClientConfig, KubeconfigError
+from scheduler.client.kubeconfig.clientconfig import ClientConfig
+from scheduler.client.kubeconfig.errors import KubeconfigError
 from scheduler.client.pods import delete_pod, patch_pod_condition
 from scheduler.client.ratelimit import RateLimiter
 from scheduler.client.rest import ApiError, KubeClient, TransportError, raise_for_status
