@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -145,6 +146,21 @@ async def test_a_renewed_certificate_is_served_to_new_connections(kube: KubeClie
         assert not certificate.reload_if_changed()  # nothing new
     finally:
         await server.stop()
+
+
+def test_the_self_signed_key_reaches_openssl_through_no_named_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    given: list[str] = []
+    load_cert_chain = ssl.SSLContext.load_cert_chain
+
+    def spy(context: ssl.SSLContext, certfile: Any, keyfile: Any = None, password: Any = None) -> None:
+        for name in (str(n) for n in (certfile, keyfile) if n is not None):
+            given.append(os.readlink(name) if name.startswith("/proc/self/fd/") else name)
+        load_cert_chain(context, certfile, keyfile, password)
+
+    monkeypatch.setattr(ssl.SSLContext, "load_cert_chain", spy)
+    certificate = ServingCertificate(TLSOptions())
+    assert given and all(name.startswith("/memfd:") for name in given), given
+    assert x509.load_pem_x509_certificate(certificate.self_signed_pem).subject
 
 
 async def test_tls_min_version_13_refuses_a_tls_12_client(kube: KubeClient) -> None:
