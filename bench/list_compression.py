@@ -34,7 +34,7 @@ import aiohttp
 from bench.e2e import NODE_TEMPLATE, create_pods
 from scheduler.client import KubeClient, load_client_config
 from scheduler.client.informer import PAGE_SIZE
-from scheduler.client.kubeconfig import ClientConfig
+from scheduler.client.kubeconfig.clientconfig import ClientConfig
 from simcluster.access import ADMIN_TOKEN
 
 PATHS = ("/api/v1/nodes", "/api/v1/pods")

@@ -29,6 +29,7 @@ from scheduler.config import default_config
 from scheduler.simulate.engine import Simulation
 from scheduler.simulate.snapshot import FORMAT_VERSION, KIND, read_snapshot
 from scheduler.simulate.workloads import load_manifests
+from scheduler.testing import deployment_dict
 
 CAPACITY_COPIES = 200  # capacity mode's cost per copy, on the same snapshot
 
@@ -83,26 +84,6 @@ def snapshot(nodes: int, pods: int) -> dict[str, Any]:
     }
 
 
-def deployment(replicas: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "web", "namespace": "default"},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": "web"}},
-            "template": {
-                "metadata": {"labels": {"app": "web"}},
-                "spec": {
-                    "containers": [
-                        {"name": "c", "image": "x", "resources": {"requests": {"cpu": "1", "memory": "2Gi"}}}
-                    ]
-                },
-            },
-        },
-    }
-
-
 async def parts(snapshot_path: Path, add_path: Path) -> dict[str, float]:
     times: dict[str, float] = {}
     start = time.perf_counter()
@@ -137,7 +118,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         snapshot_path, add_path = Path(tmp) / "cluster.json", Path(tmp) / "add.yaml"
         snapshot_path.write_text(json.dumps(snapshot(args.nodes, args.pods)))
-        add_path.write_text(yaml.safe_dump(deployment(args.add)))
+        web = deployment_dict("web", args.add, requests={"cpu": "1", "memory": "2Gi"}, scheduler_name=None)
+        add_path.write_text(yaml.safe_dump(web))
         size = snapshot_path.stat().st_size / 1e6
         print(f"snapshot: {args.nodes} nodes, {args.pods} pods, {size:.1f} MB; --add: {args.add} pods")
         start = time.perf_counter()

@@ -1,11 +1,12 @@
 """The story of one pod: the scheduling cycle, then the binding cycle.
 
-The scheduling cycle is synchronous: between reading the cache's snapshot and assuming the pod
-on the chosen node nothing awaits, so no informer event can change the cache mid-decision and
-two decisions never overbook a node (DESIGN.md principle 4). The one exception is extenders
-(HTTP services, see ``scheduler.extender``): the cycle awaits their answers, holding the cache
-meanwhile so it still decides on one unchanged picture. Binding runs as bounded concurrent
-asyncio tasks; a failed binding unreserves, forgets the assumed pod and requeues it.
+The scheduling cycle is synchronous: between reading the cache's snapshot and assuming the pod on
+the chosen node nothing awaits, so no informer event can change the cache mid-decision and two
+decisions never overbook a node (docs/architecture.md, Principles: "One decision, one picture").
+The one exception is extenders (HTTP services, see ``scheduler.extender``): the cycle awaits their
+answers, holding the cache meanwhile so it still decides on one unchanged picture. Binding runs as
+bounded concurrent asyncio tasks; a failed binding unreserves, forgets the assumed pod and requeues
+it.
 """
 
 from __future__ import annotations

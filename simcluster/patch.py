@@ -1,4 +1,5 @@
-"""JSON merge patch (RFC 7386), JSON patch (RFC 6902) and strategic merge patch.
+"""JSON merge patch (RFC 7386), JSON patch (RFC 6902, by the ``jsonpatch`` library) and strategic
+merge patch.
 
 Strategic merge knows the merge keys of the list fields clients of this project touch
 (containers by name, conditions by type, taints by key, …); other lists are replaced, as the
@@ -9,6 +10,9 @@ from __future__ import annotations
 
 import copy
 from typing import Any
+
+import jsonpatch
+import jsonpointer
 
 from simcluster.errors import ApiError, bad_request
 
@@ -105,75 +109,52 @@ def _merge_list(field: str, current: Any, patch: list[Any]) -> list[Any]:
     return result
 
 
-def _pointer(path: str) -> list[str]:
-    if path == "":
-        return []
-    if not path.startswith("/"):
-        raise bad_request(f"invalid JSON pointer {path!r}")
-    return [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
-
-
-def _parent(doc: Any, parts: list[str]) -> tuple[Any, str]:
-    node = doc
-    for part in parts[:-1]:
-        node = node[int(part)] if isinstance(node, list) else node[part]
-    return node, parts[-1]
-
-
 def json_patch(target: Any, operations: Any) -> Any:
-    """RFC 6902 on a private copy; a failed `test` or bad path is a 422 like the real server."""
+    """RFC 6902 (the ``jsonpatch`` library) on a private copy; an operation that does not apply
+    (a failed ``test``, a missing path, an index outside the list) is a 422 Invalid, as the API
+    server answers. Like the server's JSON patch library, a negative index counts from the end."""
     if not isinstance(operations, list):
         raise bad_request("json patch must be a list of operations")
     doc = copy.deepcopy(target)
     for op in operations:
         try:
-            doc = _apply_op(doc, op)
-        except (KeyError, IndexError, ValueError, TypeError) as err:
+            doc = jsonpatch.apply_patch(doc, [_from_the_end(doc, op)], in_place=True)
+        except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError) as err:
             raise ApiError(
                 422, "Invalid", f"the server rejected our request due to an error in our request: {err}"
             ) from err
     return doc
 
 
-def _apply_op(doc: Any, op: dict[str, Any]) -> Any:
-    kind = op["op"]
-    parts = _pointer(op["path"])
-    if kind == "test":
-        node = doc
-        for part in parts:
+def _from_the_end(doc: Any, op: Any) -> Any:
+    """``op`` with each negative list index of its paths made the index it stands for: -1 is the
+    last element (for ``add``, the end of the list). The API server's library (json-patch v4,
+    SupportNegativeIndices) takes them; RFC 6902 and ``jsonpatch`` do not."""
+    if not isinstance(op, dict):
+        return op
+    fixed = dict(op)
+    for key in ("path", "from"):
+        if isinstance(op.get(key), str):
+            fixed[key] = _resolve_negative(doc, op[key], inserting=key == "path" and op.get("op") == "add")
+    return fixed
+
+
+def _resolve_negative(doc: Any, path: str, *, inserting: bool) -> str:
+    try:
+        parts = jsonpointer.JsonPointer(path).parts
+    except jsonpointer.JsonPointerException:
+        return path  # jsonpatch reports it
+    node = doc
+    for depth, part in enumerate(parts):
+        last = depth == len(parts) - 1
+        if isinstance(node, list) and part.startswith("-") and part[1:].isdigit():
+            index = int(part) + len(node) + (1 if last and inserting else 0)
+            if index >= 0:
+                parts[depth] = part = str(index)
+        if last:
+            break
+        try:
             node = node[int(part)] if isinstance(node, list) else node[part]
-        if node != op["value"]:
-            raise ValueError(f"testing value {op['path']} failed")
-        return doc
-    if kind in ("move", "copy"):
-        source = _pointer(op["from"])
-        parent, last = _parent(doc, source)
-        value = parent[int(last)] if isinstance(parent, list) else parent[last]
-        if kind == "move":
-            doc = _apply_op(doc, {"op": "remove", "path": op["from"]})
-        return _apply_op(doc, {"op": "add", "path": op["path"], "value": copy.deepcopy(value)})
-    if not parts:
-        if kind in ("add", "replace"):
-            return copy.deepcopy(op["value"])
-        raise ValueError("cannot remove the whole document")
-    parent, last = _parent(doc, parts)
-    if kind == "add":
-        if isinstance(parent, list):
-            parent.insert(len(parent) if last == "-" else int(last), copy.deepcopy(op["value"]))
-        else:
-            parent[last] = copy.deepcopy(op["value"])
-    elif kind == "replace":
-        if isinstance(parent, list):
-            parent[int(last)] = copy.deepcopy(op["value"])
-        else:
-            if last not in parent:
-                raise KeyError(f"replace operation does not apply: doc is missing key: {op['path']}")
-            parent[last] = copy.deepcopy(op["value"])
-    elif kind == "remove":
-        if isinstance(parent, list):
-            del parent[int(last)]
-        else:
-            del parent[last]
-    else:
-        raise ValueError(f"unknown op {kind!r}")
-    return doc
+        except (KeyError, IndexError, ValueError, TypeError):
+            break  # the path does not exist: jsonpatch reports it
+    return str(jsonpointer.JsonPointer.from_parts(parts).path)

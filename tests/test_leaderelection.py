@@ -299,14 +299,14 @@ async def test_release_empties_the_holder_and_a_follower_takes_over_within_a_ret
     b = make_replica(store, clock, "b")
     b.start()
     await clock.advance(3)
-    assert metrics.leader_election_master_status.labels(NAME)._value.get() == 1
+    assert metrics.registry.get_sample_value("leader_election_master_status", {"name": NAME}) == 1
     a.task.cancel()  # SIGTERM
     await clock.settle()
     assert a.stopped.is_set()
     assert store.spec["holderIdentity"] == ""
     assert store.spec["leaseDurationSeconds"] == 1
     assert store.spec["leaseTransitions"] == 0
-    assert metrics.leader_election_master_status.labels(NAME)._value.get() == 0
+    assert metrics.registry.get_sample_value("leader_election_master_status", {"name": NAME}) == 0
     await clock.advance(2 * 2.2)
     assert b.elector.is_leader
     assert store.spec["holderIdentity"] == "b"
@@ -369,7 +369,7 @@ async def test_a_leader_that_cannot_renew_stops_before_its_lease_expires(clock, 
     assert stopped_at is not None and took_over_at is not None
     assert stopped_at - last_renewal < 15  # before the lease can expire for b
     assert stopped_at < took_over_at
-    assert metrics.leader_election_master_status.labels(NAME)._value.get() == 0
+    assert metrics.registry.get_sample_value("leader_election_master_status", {"name": NAME}) == 0
     with pytest.raises(LeadershipLost):
         await a.task
     assert store.spec["holderIdentity"] == "b"

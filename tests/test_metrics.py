@@ -141,9 +141,21 @@ def test_observe_attempt_counts_and_times_by_result_and_profile():
     m.observe_attempt("unschedulable", "a", 0.003)
     m.observe_attempt("unschedulable", "a", 0.005)
     m.observe_attempt("scheduled", "b", 0.001)
-    assert m.schedule_attempts.labels("unschedulable", "a")._value.get() == 2
-    assert m.schedule_attempts.labels("scheduled", "b")._value.get() == 1
-    assert m.scheduling_attempt_duration.labels("unschedulable", "a")._sum.get() == pytest.approx(0.008)
+    assert (
+        m.registry.get_sample_value(
+            "scheduler_schedule_attempts_total", {"result": "unschedulable", "profile": "a"}
+        )
+        == 2
+    )
+    assert (
+        m.registry.get_sample_value(
+            "scheduler_schedule_attempts_total", {"result": "scheduled", "profile": "b"}
+        )
+        == 1
+    )
+    assert m.registry.get_sample_value(
+        "scheduler_scheduling_attempt_duration_seconds_sum", {"result": "unschedulable", "profile": "a"}
+    ) == pytest.approx(0.008)
 
 
 @pytest.mark.parametrize(("attempts", "label"), [(1, "1"), (14, "14"), (15, "15+"), (40, "15+")])
@@ -195,8 +207,8 @@ def test_preemption_without_a_candidate_counts_the_attempt_only():
     m = SchedulerMetrics()
     m.observe_preemption(None)
     m.observe_preemption(3)
-    assert m.preemption_attempts._value.get() == 2
-    assert m.preemption_victims._sum.get() == 3
+    assert m.registry.get_sample_value("scheduler_preemption_attempts_total") == 2
+    assert m.registry.get_sample_value("scheduler_preemption_victims_sum") == 3
 
 
 def test_leader_gauge_switches_per_lease_name():
@@ -217,7 +229,12 @@ def test_plugin_sampling_follows_the_sample_percent(percent, low, high):
 def test_two_instances_do_not_share_a_registry():
     a, b = SchedulerMetrics(), SchedulerMetrics()
     a.observe_attempt("scheduled", "p", 0.1)
-    assert b.schedule_attempts.labels("scheduled", "p")._value.get() == 0
+    assert (
+        b.registry.get_sample_value(
+            "scheduler_schedule_attempts_total", {"result": "scheduled", "profile": "p"}
+        )
+        is None
+    )
 
 
 @pytest.mark.parametrize(

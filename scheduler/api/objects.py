@@ -1,9 +1,10 @@
 """Compact views of Pods and Nodes, decoded once from watch JSON.
 
-Only what scheduling needs is kept (DESIGN.md principle 2). Structures that few plugins read
-(affinity, volumes, topology spread constraints) stay as the API's plain dicts and are parsed
-by the plugin that needs them; their types are checked here, with everything else the scheduler
-reads (scheduler.api.kinds), so a plugin never meets a string where it reads an object.
+Only what scheduling needs is kept (docs/architecture.md, Principles: "Keep only what scheduling
+reads"). Structures that few plugins read (affinity, volumes, topology spread constraints) stay as
+the API's plain dicts and are parsed by the plugin that needs them; their types are checked here,
+with everything else the scheduler reads (scheduler.api.kinds), so a plugin never meets a string
+where it reads an object.
 """
 
 from __future__ import annotations

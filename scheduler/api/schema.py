@@ -1,11 +1,11 @@
 """Shapes: the JSON type each field the scheduler reads must have, checked with its field path.
 
-The scheduler trusts nothing it is served (DESIGN.md principle 5). Before an object is used,
-the fields it reads are checked against a compact shape (objects with named fields, lists, maps,
-strings, integers, booleans, quantities), so a wrong type anywhere is reported as
-``spec.containers[0].resources.requests[cpu]: invalid quantity "abc"`` instead of surfacing as
-an exception deep inside a plugin. Paths are written as upstream's field paths are (``[i]`` for
-a list index, ``[key]`` for a map key).
+The scheduler trusts nothing it is served (docs/architecture.md, Principles: "Never crash the loop
+on bad input"). Before an object is used, the fields it reads are checked against a compact shape
+(objects with named fields, lists, maps, strings, integers, booleans, quantities), so a wrong type
+anywhere is reported as ``spec.containers[0].resources.requests[cpu]: invalid quantity "abc"``
+instead of surfacing as an exception deep inside a plugin. Paths are written as upstream's field
+paths are (``[i]`` for a list index, ``[key]`` for a map key).
 
 Fields the scheduler does not read are not looked at (an unknown field is fine, as for any
 Kubernetes client). A null field counts as absent, as Go's decoding has it; a null list element

@@ -12,13 +12,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from scheduler.client.kubeconfig import (
-    SERVICE_ACCOUNT_DIR,
-    ClientConfig,
-    KubeconfigError,
-    in_cluster_config,
-    load_kubeconfig,
-)
+from scheduler.client.kubeconfig.clientconfig import ClientConfig
+from scheduler.client.kubeconfig.errors import KubeconfigError
+from scheduler.client.kubeconfig.incluster import SERVICE_ACCOUNT_DIR, in_cluster_config
+from scheduler.client.kubeconfig.loading import load_kubeconfig
 
 
 class ClientConfigError(Exception):

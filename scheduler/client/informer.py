@@ -9,12 +9,13 @@ A watch that ran fine and then broke (a proxy cut the connection) is resumed at 
 that repeat are retried with jittered exponential backoff, reset by the next healthy watch; the
 informer never gives up. Failures go to the shared OutageLog, which logs one line per round.
 
-Objects are decoded once into the scheduler's compact views (``decode``); an object that does
-not decode (whatever it is: a null, a string, a wrong type deep inside) is reported and skipped,
-and the informer carries on (DESIGN.md principle 5). It is reported once, as one log line naming
-the object and the field, and to the ``malformed`` handler: not again at the next relist, again
-only when a later version is bad in another way. An object that decoded before and no longer
-does keeps its last good version in the store, as client-go's would keep it.
+Objects are decoded once into the scheduler's compact views (``decode``); an object that does not
+decode (whatever it is: a null, a string, a wrong type deep inside) is reported and skipped, and
+the informer carries on (docs/architecture.md, Principles: "Never crash the loop on bad input"). It
+is reported once, as one log line naming the object and the field, and to the ``malformed``
+handler: not again at the next relist, again only when a later version is bad in another way. An
+object that decoded before and no longer does keeps its last good version in the store, as
+client-go's would keep it.
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ from typing import Any
 
 import orjson
 
-from scheduler.client.kubeconfig import ClientConfig, CredentialError
+from scheduler.client.kubeconfig.clientconfig import ClientConfig
+from scheduler.client.kubeconfig.errors import CredentialError
 from scheduler.client.ratelimit import RateLimiter
 from scheduler.client.transport import ConnectionBroke, Endpoint, HttpError, HttpPool, Response
 from scheduler.framework.interface import ApiResponse

@@ -27,9 +27,11 @@ from typing import Any
 from scheduler.app import SchedulerApp
 from scheduler.config import default_config
 from scheduler.serving.options import ServingOptions
+from scheduler.testing import deployment_dict
 from simcluster import SimCluster
 
 SCHEDULER_NAME = "pyscheduler"
+IMAGE = "nginx:1.27"
 
 NODE_TEMPLATE: dict[str, Any] = {
     "nodeGroups": [
@@ -78,31 +80,6 @@ NODE_TEMPLATE: dict[str, Any] = {
         },
     ]
 }
-
-
-def deployment(name: str, replicas: int, scheduler_name: str, cpu: str, memory: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {
-                    "schedulerName": scheduler_name,
-                    "containers": [
-                        {
-                            "name": "app",
-                            "image": "nginx:1.27",
-                            "resources": {"requests": {"cpu": cpu, "memory": memory}},
-                        }
-                    ],
-                },
-            },
-        },
-    }
 
 
 HUGE_POD: dict[str, Any] = {
@@ -190,8 +167,24 @@ async def run_demo(replicas: int, timeout: float) -> int:
             )
             runner = asyncio.create_task(app.run())
             try:
-                await sim.create("deployments", deployment("web", replicas, SCHEDULER_NAME, "500m", "512Mi"))
-                await sim.create("deployments", deployment("legacy", 2, "default-scheduler", "100m", "64Mi"))
+                web = deployment_dict(
+                    "web",
+                    replicas,
+                    requests={"cpu": "500m", "memory": "512Mi"},
+                    scheduler_name=SCHEDULER_NAME,
+                    image=IMAGE,
+                    container="app",
+                )
+                await sim.create("deployments", web)
+                legacy = deployment_dict(  # the default scheduler's: left alone
+                    "legacy",
+                    2,
+                    requests={"cpu": "100m", "memory": "64Mi"},
+                    scheduler_name="default-scheduler",
+                    image=IMAGE,
+                    container="app",
+                )
+                await sim.create("deployments", legacy)
                 await sim.create("pods", HUGE_POD)
                 await sim.create("resourceclaimtemplates", GPU_TEMPLATE)
                 for name in GPU_PODS:

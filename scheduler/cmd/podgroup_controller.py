@@ -12,7 +12,7 @@ import sys
 
 from scheduler import logs
 from scheduler.client.config import ClientConfigError, load_client_config
-from scheduler.client.kubeconfig import KubeconfigError
+from scheduler.client.kubeconfig.errors import KubeconfigError
 from scheduler.client.rest import KubeClient
 from scheduler.client.transport import ProxyError
 from scheduler.podgroup_controller import operator

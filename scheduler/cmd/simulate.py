@@ -21,7 +21,7 @@ import yaml
 
 from scheduler.app import SchedulerApp
 from scheduler.client.config import ClientConfigError
-from scheduler.client.kubeconfig import KubeconfigError
+from scheduler.client.kubeconfig.errors import KubeconfigError
 from scheduler.client.rest import ApiError
 from scheduler.cmd.flags import add_plugin_arguments
 from scheduler.config import ConfigError, SchedulerConfiguration, default_config, load_config

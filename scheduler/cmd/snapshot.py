@@ -11,7 +11,7 @@ import asyncio
 import sys
 
 from scheduler.client.config import ClientConfigError
-from scheduler.client.kubeconfig import KubeconfigError
+from scheduler.client.kubeconfig.errors import KubeconfigError
 from scheduler.client.rest import ApiError
 from scheduler.simulate.snapshot import SnapshotError, read_cluster, write_snapshot
 

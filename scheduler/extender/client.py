@@ -24,7 +24,7 @@ import aiohttp
 import orjson
 
 from scheduler.api import Pod
-from scheduler.client.kubeconfig import load_pem_pair
+from scheduler.client.kubeconfig.tls import load_pem_pair
 from scheduler.client.transport import ProxyError, proxy_for
 from scheduler.config import Extender as ExtenderConfig
 from scheduler.config import ExtenderTLSConfig

@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass, field
 
 from scheduler.api import HostPort, Node, Pod, Resource
+from scheduler.api.volumes import persistent_claim_names
 
 WILDCARD_IP = "0.0.0.0"
 
@@ -83,8 +84,7 @@ class NodeInfo:
                     del self.used_ports[(port.protocol, port.port)]
         if pod.affinity:
             self._account_affinity(pod, sign)
-        for volume in pod.volumes:
-            claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")
+        for claim in persistent_claim_names(pod):
             if claim:
                 key = f"{pod.namespace}/{claim}"
                 count = self.pvc_ref_counts.get(key, 0) + sign

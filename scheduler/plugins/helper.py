@@ -1,13 +1,15 @@
-"""Shared by several plugins: Go's integer arithmetic where upstream relies on it, and per-node memos."""
+"""Shared by several plugins: Go's integer arithmetic where upstream relies on it, per-node memos, and
+Filter from a PreFilter state."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
-from scheduler.framework import MAX_NODE_SCORE, NodeInfo, NodeTable, NodeVerdicts, Status
+from scheduler.api import Node
+from scheduler.framework import MAX_NODE_SCORE, CycleState, NodeInfo, NodeTable, NodeVerdicts, Status
 
 
 def go_div(a: int, b: int) -> int:
@@ -136,3 +138,47 @@ def per_node(table: NodeTable, compute: Callable[[NodeInfo], Any]) -> Callable[[
     """A :meth:`NodeMemo.values` refresh that calls ``compute`` on each stale slot's NodeInfo."""
     infos = table.infos
     return lambda stale: [compute(infos[slot]) for slot in stale.tolist()]
+
+
+StateT = TypeVar("StateT")
+
+
+class _Refreshable(Protocol):
+    def refresh(self, table: NodeTable) -> None: ...
+
+
+class PreFilterVerdicts(Generic[StateT]):
+    """Filter and FilterNodes of a plugin whose PreFilter computed all that filtering needs
+    (InterPodAffinity, PodTopologySpread): the state written under ``key`` judges one node, or every
+    slot at once once the plugin's domain columns are brought up to date with the table."""
+
+    __slots__ = ("_check_node", "_check_nodes", "_columns", "_key")
+
+    def __init__(
+        self,
+        key: str,
+        columns: _Refreshable,
+        check_node: Callable[[StateT, Node], Status | None],
+        check_nodes: Callable[[StateT, np.ndarray], NodeVerdicts | None],
+    ) -> None:
+        self._key = key
+        self._columns = columns
+        self._check_node = check_node
+        self._check_nodes = check_nodes
+
+    def state(self, cycle_state: CycleState) -> StateT:
+        """The PreFilter state; a KeyError with upstream's words when PreFilter wrote none."""
+        found: StateT | None = cycle_state.get(self._key)
+        if found is None:
+            raise KeyError(f"reading {self._key!r} from cycleState: not found")
+        return found
+
+    def filter(self, cycle_state: CycleState, node_info: NodeInfo) -> Status | None:
+        return self._check_node(self.state(cycle_state), node_info.node)
+
+    def filter_nodes(
+        self, cycle_state: CycleState, table: NodeTable, slots: np.ndarray
+    ) -> NodeVerdicts | None:
+        found = self.state(cycle_state)
+        self._columns.refresh(table)
+        return self._check_nodes(found, slots)

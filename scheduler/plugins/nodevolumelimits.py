@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 from urllib.parse import urlparse
 
 from scheduler.api import Pod
+from scheduler.api.volumes import volume_claim, volume_claims
 from scheduler.framework import (
     ActionType,
     ClusterEvent,
@@ -235,7 +236,7 @@ class NodeVolumeLimits:
     def _after_claim_added(pod: Pod, old: Obj | None, new: Obj | None) -> QueueingHint:
         if new is None or meta(new).get("namespace") != pod.namespace:
             return QueueingHint.SKIP
-        wanted = {name for name, _ in _claims(pod)}
+        wanted = {name for name, _ in volume_claims(pod)}
         return QueueingHint.QUEUE if meta(new).get("name") in wanted else QueueingHint.SKIP
 
     def pre_filter(
@@ -322,7 +323,7 @@ class NodeVolumeLimits:
         assert self._handle is not None
         claims = self._handle.lister("persistentvolumeclaims")
         for volume in pod.volumes:
-            claim = _claim_of(pod, volume)
+            claim = volume_claim(pod, volume)
             if claim is None:
                 self._inline(pod, volume, csi_node, out)
                 continue
@@ -397,17 +398,3 @@ def _volume_driver_and_handle(pv: Obj, csi_node: Obj | None) -> tuple[str, str]:
         return driver, _csi_handle(field, spec(pv)[field], meta(pv).get("labels") or {})
     except _Untranslatable:
         return "", ""
-
-
-def _claim_of(pod: Pod, volume: Mapping[str, Any]) -> tuple[str, bool] | None:
-    """(claim name, is ephemeral) of a claim-backed volume; None for any other volume."""
-    source = volume.get("persistentVolumeClaim")
-    if source is not None:
-        return str(source.get("claimName") or ""), False
-    if volume.get("ephemeral") is not None:
-        return f"{pod.name}-{volume.get('name', '')}", True
-    return None
-
-
-def _claims(pod: Pod) -> list[tuple[str, bool]]:
-    return [claim for claim in (_claim_of(pod, v) for v in pod.volumes) if claim is not None]

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from scheduler.api import Pod
+from scheduler.api.volumes import persistent_claim_names
 from scheduler.framework import (
     ActionType,
     ClusterEvent,
@@ -52,7 +53,7 @@ class _State:
     def conflicts_of(self, other: Pod) -> int:
         """Volumes of ``other`` naming one of the claims. As upstream, by claim name alone (not
         namespace), once per volume: preemption's add/remove keep the count this way."""
-        return sum(1 for name in _claim_names(other) if name in self.rwop_claims)
+        return sum(1 for name in persistent_claim_names(other) if name in self.rwop_claims)
 
 
 def _has_disk(volume: Mapping[str, Any]) -> bool:
@@ -86,15 +87,6 @@ def volumes_conflict(volume: Mapping[str, Any], existing: Mapping[str, Any]) -> 
     return False
 
 
-def _claim_names(pod: Pod) -> list[str]:
-    """The claim of each PVC volume, in the pod's order."""
-    return [
-        str(v["persistentVolumeClaim"].get("claimName") or "")
-        for v in pod.volumes
-        if v.get("persistentVolumeClaim") is not None
-    ]
-
-
 class VolumeRestrictions:
     name: ClassVar[str] = names.VOLUME_RESTRICTIONS
 
@@ -125,7 +117,7 @@ class VolumeRestrictions:
         disks = [v for v in pod.volumes if _has_disk(v)]
         if any(volumes_conflict(v, e) for v in disks for e in old.volumes):
             return QueueingHint.QUEUE
-        if set(_claim_names(pod)) & set(_claim_names(old)):
+        if set(persistent_claim_names(pod)) & set(persistent_claim_names(old)):
             return QueueingHint.QUEUE
         return QueueingHint.SKIP
 
@@ -135,7 +127,9 @@ class VolumeRestrictions:
             return QueueingHint.SKIP
         if meta(new).get("namespace") != pod.namespace:
             return QueueingHint.SKIP
-        return QueueingHint.QUEUE if meta(new).get("name") in _claim_names(pod) else QueueingHint.SKIP
+        return (
+            QueueingHint.QUEUE if meta(new).get("name") in persistent_claim_names(pod) else QueueingHint.SKIP
+        )
 
     def pre_filter(
         self, state: CycleState, pod: Pod, nodes: NodeLister
@@ -144,7 +138,7 @@ class VolumeRestrictions:
             return None, Status.skip()
         needs_disk_check = any(_has_disk(v) for v in pod.volumes)
         rwop: set[str] = set()
-        claim_names = _claim_names(pod)
+        claim_names = persistent_claim_names(pod)
         if claim_names:
             assert self._handle is not None
             lister = self._handle.lister("persistentvolumeclaims")

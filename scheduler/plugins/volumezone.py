@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from scheduler.api import Pod
+from scheduler.api.volumes import persistent_claim_names
 from scheduler.framework import (
     ActionType,
     ClusterEvent,
@@ -70,14 +71,6 @@ def pv_topologies(pv: Obj) -> list[PVTopology]:
     return topologies
 
 
-def _claim_names(pod: Pod) -> list[str]:
-    return [
-        str(v["persistentVolumeClaim"].get("claimName") or "")
-        for v in pod.volumes
-        if v.get("persistentVolumeClaim") is not None
-    ]
-
-
 class VolumeZone:
     name: ClassVar[str] = names.VOLUME_ZONE
 
@@ -110,7 +103,9 @@ class VolumeZone:
     def _after_claim_change(pod: Pod, old: Obj | None, new: Obj | None) -> QueueingHint:
         if new is None or meta(new).get("namespace") != pod.namespace:
             return QueueingHint.SKIP
-        return QueueingHint.QUEUE if meta(new).get("name") in _claim_names(pod) else QueueingHint.SKIP
+        return (
+            QueueingHint.QUEUE if meta(new).get("name") in persistent_claim_names(pod) else QueueingHint.SKIP
+        )
 
     @staticmethod
     def _after_volume_change(pod: Pod, old: Obj | None, new: Obj | None) -> QueueingHint:
@@ -120,7 +115,7 @@ class VolumeZone:
 
     def _topologies(self, pod: Pod) -> list[PVTopology]:
         """The topologies of the pod's bound PVs; a Status (unresolvable) when a claim is unusable."""
-        claim_names = _claim_names(pod)
+        claim_names = persistent_claim_names(pod)
         if not claim_names:
             return []
         assert self._handle is not None

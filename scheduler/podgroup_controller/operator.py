@@ -31,7 +31,7 @@ from typing import Any
 import aiohttp
 import kopf
 
-from scheduler.client.kubeconfig import ClientConfig
+from scheduler.client.kubeconfig.clientconfig import ClientConfig
 from scheduler.client.transport import ProxyError, proxy_for
 from scheduler.plugins.coscheduling.podgroup import GROUP, POD_GROUP_LABEL, VERSION
 from scheduler.podgroup_controller.reconciler import Reconciler

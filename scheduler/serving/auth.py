@@ -28,10 +28,11 @@ import hmac
 import logging
 import secrets
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
+
+from cachetools import TTLCache
 
 from scheduler.framework.interface import ApiClient
 
@@ -81,37 +82,16 @@ K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 
-class AnswerCache(Generic[K, V]):
+class AnswerCache(TTLCache[K, V]):
     """At most ``size`` answers, each kept ``ttl`` seconds; when full, the least recently used
-    goes. Every operation is O(1). A ``ttl`` of 0 keeps nothing."""
+    goes (cachetools' TTLCache). A ``ttl`` or ``size`` of 0 keeps nothing."""
 
     def __init__(self, size: int, ttl: float, clock: Callable[[], float]) -> None:
-        self._size = size
-        self._ttl = ttl
-        self._clock = clock
-        self._entries: OrderedDict[K, tuple[float, V]] = OrderedDict()
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def get(self, key: K) -> V | None:
-        found = self._entries.get(key)
-        if found is None:
-            return None
-        expires, value = found
-        if self._clock() >= expires:
-            del self._entries[key]
-            return None
-        self._entries.move_to_end(key)
-        return value
+        super().__init__(maxsize=max(size, 0), ttl=ttl, timer=clock)
 
     def put(self, key: K, value: V) -> None:
-        if self._ttl <= 0 or self._size <= 0:
-            return
-        self._entries[key] = (self._clock() + self._ttl, value)
-        self._entries.move_to_end(key)
-        while len(self._entries) > self._size:
-            self._entries.popitem(last=False)
+        if self.ttl > 0 and self.maxsize > 0:
+            self[key] = value
 
 
 class ReviewsBusy(Exception):

@@ -16,7 +16,6 @@ import ipaddress
 import logging
 import os
 import ssl
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
@@ -25,6 +24,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+
+from scheduler.client.kubeconfig.tls import load_pem_pair
 
 log = logging.getLogger(__name__)
 
@@ -115,13 +116,7 @@ class ServingCertificate:
 
     def _load_self_signed(self, hostnames: tuple[str, ...]) -> bytes:
         cert_pem, key_pem = self_signed_certificate(hostnames)
-        # ssl loads chains from files only: a private temporary directory, removed at once
-        with tempfile.TemporaryDirectory() as folder:
-            cert, key = Path(folder, "tls.crt"), Path(folder, "tls.key")
-            cert.write_bytes(cert_pem)
-            key.touch(mode=0o600)
-            key.write_bytes(key_pem)
-            self.context.load_cert_chain(cert, key)
+        load_pem_pair(self.context, cert_pem, key_pem)  # in memory: the key never reaches a named file
         log.info(
             "serving with a self-signed certificate (--tls-cert-file and --tls-private-key-file use yours)"
         )

@@ -144,6 +144,38 @@ def required_pod_affinity(
     return {kind: {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
 
 
+def deployment_dict(
+    name: str,
+    replicas: int,
+    *,
+    requests: Mapping[str, str] | None = None,
+    namespace: str = "default",
+    scheduler_name: str | None = "pyscheduler",
+    image: str = "x",
+    container: str = "c",
+    **pod_spec: Any,
+) -> dict[str, Any]:
+    """An apps/v1 Deployment of ``replicas`` pods labelled ``app: name``, one container asking for
+    ``requests``; ``pod_spec`` adds fields to the pod template's spec. ``scheduler_name=None``
+    leaves the template without one (the API server's default scheduler)."""
+    container_spec: dict[str, Any] = {"name": container, "image": image}
+    if requests:
+        container_spec["resources"] = {"requests": dict(requests)}
+    template_spec: dict[str, Any] = {"containers": [container_spec], **pod_spec}
+    if scheduler_name is not None:
+        template_spec["schedulerName"] = scheduler_name
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": template_spec},
+        },
+    }
+
+
 def make_pod(name: str = "pod", **kwargs: Any) -> Pod:
     return Pod.from_dict(pod_dict(name, **kwargs))
 

@@ -1,4 +1,5 @@
-"""The bad-input corpus served to a running scheduler (DESIGN.md principle 5).
+"""The bad-input corpus served to a running scheduler: docs/architecture.md, Principles, "Never
+crash the loop on bad input".
 
 Every object of ``corpus.py`` is stored past the local endpoint's validation (its ``inject_raw``
 fault hook), half before the scheduler starts (it arrives in the first LIST), half after (by

@@ -20,16 +20,11 @@ import yaml
 from aiohttp import web
 
 from scheduler.client import ClientConfig, KubeClient, TransportError, load_client_config
-from scheduler.client import kubeconfig as kc
-from scheduler.client.kubeconfig import (
-    CredentialError,
-    ExecPlugin,
-    KubeconfigError,
-    NotInClusterError,
-    TokenFile,
-    in_cluster_config,
-    load_kubeconfig,
-)
+from scheduler.client.kubeconfig.credentials import TokenFile
+from scheduler.client.kubeconfig.errors import CredentialError, KubeconfigError, NotInClusterError
+from scheduler.client.kubeconfig.execplugin import EXEC_CLUSTER_EXTENSION, ExecPlugin
+from scheduler.client.kubeconfig.incluster import in_cluster_config
+from scheduler.client.kubeconfig.loading import load_kubeconfig
 from scheduler.testing import FakeClock
 from tests.support.extender import Pki, make_pki, record_key_files
 
@@ -473,7 +468,7 @@ async def test_provide_cluster_info_passes_the_cluster_as_client_go_does(
     tmp_path: Path, plugin: Plugin, pki: Pki
 ) -> None:
     (plugin.dir / "ca.crt").write_bytes(pki.ca)
-    extension = {"name": kc.EXEC_CLUSTER_EXTENSION, "extension": {"audience": "pyscheduler"}}
+    extension = {"name": EXEC_CLUSTER_EXTENSION, "extension": {"audience": "pyscheduler"}}
     cluster = {
         "certificate-authority": "ca.crt",
         "tls-server-name": "api.test",

@@ -12,14 +12,14 @@ from scheduler.client.outage import OutageLog
 from scheduler.testing import FakeClock
 
 
-def test_an_outage_is_logged_once_then_summarised_per_interval_then_its_end(caplog) -> None:
+async def test_an_outage_is_logged_once_then_summarised_per_interval_then_its_end(caplog) -> None:
     clock = FakeClock()
     outage = OutageLog(interval=10.0, clock=clock)
     with caplog.at_level(logging.INFO, logger="scheduler.outage"):
         for _ in range(25):
             for component in [f"informer {name}" for name in ("pods", "nodes", "pvcs")] + ["lease"]:
                 outage.failed(component, ConnectionRefusedError("connect call failed ('10.0.0.1', 6443)"))
-            clock._now += 1.0
+            await clock.advance(1.0)
         for component in outage.failing:
             outage.recovered(component)
     lines = [record.getMessage() for record in caplog.records]

@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
+from scheduler.testing import deployment_dict
 from simcluster import SimCluster
 from tests.support.cluster import eventually, node_of, pod_manifest, scheduled_condition
 
@@ -17,25 +18,7 @@ HOST = "kubernetes.io/hostname"
 
 
 def deployment(name: str, replicas: int, **pod_spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {
-                    "schedulerName": "pyscheduler",
-                    "containers": [
-                        {"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "100m"}}}
-                    ],
-                    **pod_spec,
-                },
-            },
-        },
-    }
+    return deployment_dict(name, replicas, requests={"cpu": "100m"}, image="nginx", **pod_spec)
 
 
 def replicas(sim: SimCluster, app: str) -> list[dict[str, Any]]:

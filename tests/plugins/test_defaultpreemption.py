@@ -33,7 +33,7 @@ from scheduler.plugins.defaultpreemption.candidates import (
 from scheduler.plugins.defaultpreemption.deferred import DEFERRED_EVICTIONS, DeferredEvictions
 from scheduler.plugins.defaultpreemption.gangs import whole_gangs
 from scheduler.plugins.defaultpreemption.pdb import parse_budgets, split_by_violation
-from scheduler.plugins.defaultpreemption.plugin import _aggregate, _unschedulable
+from scheduler.plugins.defaultpreemption.plugin import aggregate_errors, nodes_where_preemption_might_help
 from scheduler.plugins.defaultpreemption.prechecks import fit_only_refilter
 from scheduler.plugins.defaultpreemption.victims import NO_VICTIMS, Victims, importance, select_victims
 from scheduler.plugins.registry import in_tree_registry
@@ -519,9 +519,9 @@ async def test_a_victim_waiting_at_permit_is_rejected_in_memory_and_its_event_sa
 
 def test_several_dry_run_errors_read_as_apimachinerys_aggregate():
     one, two = Status(Code.ERROR, ("boom",)), Status(Code.ERROR, ("bang",))
-    assert _aggregate([one]) is one
-    assert _aggregate([one, Status(Code.ERROR, ("boom",))]).message() == "boom"
-    assert _aggregate([one, two]).message() == "[boom, bang]"
+    assert aggregate_errors([one]) is one
+    assert aggregate_errors([one, Status(Code.ERROR, ("boom",))]).message() == "boom"
+    assert aggregate_errors([one, two]).message() == "[boom, bang]"
 
 
 # ---------------------------------------------------------------------------- the API calls
@@ -654,8 +654,8 @@ def test_the_framework_handle_runs_its_profiles_plugins_and_counts_preemptions()
     assert handle.waiting_pods is fwk.waiting_pods
     handle.metrics.observe_preemption(3)
     handle.metrics.observe_preemption(None)
-    assert metrics.preemption_attempts._value.get() == 2
-    assert metrics.preemption_victims._sum.get() == 3
+    assert metrics.registry.get_sample_value("scheduler_preemption_attempts_total") == 2
+    assert metrics.registry.get_sample_value("scheduler_preemption_victims_sum") == 3
 
 
 # ---------------------------------------------------------------------------- shortcuts agree
@@ -883,7 +883,7 @@ def test_preemption_considers_the_nodes_whose_status_is_unschedulable(
         },
         absent_nodes_status=absent,
     )
-    assert [info.name for info in _unschedulable(infos, diagnosis)] == expected
+    assert [info.name for info in nodes_where_preemption_might_help(infos, diagnosis)] == expected
 
 
 def test_victims_are_ranked_by_when_they_started_not_when_they_were_created():

@@ -9,7 +9,8 @@ import pytest
 
 from scheduler.api import Pod
 from scheduler.config import DynamicResourcesArgs
-from scheduler.framework import ApiResponse, Code, CycleState, Diagnosis, QueueingHint, Status
+from scheduler.framework import ActionType, ApiResponse, Code, CycleState, Diagnosis, QueueingHint, Status
+from scheduler.framework.interface import POD, RESOURCE_CLAIM
 from scheduler.plugins.dynamicresources import NO_CLAIMS_TO_DEALLOCATE, DynamicResources
 from scheduler.testing import make_node, make_pod, run_profile
 from scheduler.testing.builders import FakeClient, FakeHandle, pod_dict, table_of
@@ -237,20 +238,33 @@ def test_a_bad_selector_is_an_error_of_the_pod_not_of_the_scheduler() -> None:
     assert verdicts["node-a"].message().startswith("claim default/c: selector #0: CEL compile error: ")
 
 
+def registered_hint(plugin: DynamicResources, resource: str, action: ActionType) -> Any:
+    """The queueing hint the plugin registers for ``action`` on ``resource``."""
+    [hint] = [
+        h.hint
+        for h in plugin.events_to_register()
+        if h.event.resource == resource and h.event.action & action
+    ]
+    return hint
+
+
 def test_queueing_hints() -> None:
     pod = claim_pod("p", "c")
     c = owned(claim("c"), pod)
     plugin, _ = plugin_with([c])
+    after_claim_change = registered_hint(plugin, RESOURCE_CLAIM, ActionType.UPDATE)
+    after_claim_delete = registered_hint(plugin, RESOURCE_CLAIM, ActionType.DELETE)
+    after_pod_change = registered_hint(plugin, POD, ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM)
     other = claim("other")
-    assert plugin._after_claim_change(pod, None, c) == QueueingHint.QUEUE
-    assert plugin._after_claim_change(pod, None, other) == QueueingHint.SKIP
-    assert plugin._after_claim_change(pod, c, {**c, "metadata": {**c["metadata"], "labels": {"x": "y"}}}) == (
+    assert after_claim_change(pod, None, c) == QueueingHint.QUEUE
+    assert after_claim_change(pod, None, other) == QueueingHint.SKIP
+    assert after_claim_change(pod, c, {**c, "metadata": {**c["metadata"], "labels": {"x": "y"}}}) == (
         QueueingHint.SKIP
     )
     freed = allocated(other, "node-a", "gpu-0")
-    assert plugin._after_claim_change(pod, freed, other) == QueueingHint.QUEUE
-    assert plugin._after_claim_delete(pod, freed, None) == QueueingHint.QUEUE
-    assert plugin._after_pod_change(pod, pod, pod) == QueueingHint.QUEUE
+    assert after_claim_change(pod, freed, other) == QueueingHint.QUEUE
+    assert after_claim_delete(pod, freed, None) == QueueingHint.QUEUE
+    assert after_pod_change(pod, pod, pod) == QueueingHint.QUEUE
     waiting = Pod.from_dict(
         {
             **pod_dict("p"),
@@ -260,7 +274,7 @@ def test_queueing_hints() -> None:
             },
         }
     )
-    assert plugin._after_pod_change(waiting, waiting, waiting) == QueueingHint.SKIP
+    assert after_pod_change(waiting, waiting, waiting) == QueueingHint.SKIP
 
 
 def test_pods_with_claims_are_not_signed() -> None:

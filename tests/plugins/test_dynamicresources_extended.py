@@ -247,7 +247,7 @@ async def test_a_failed_pre_bind_deletes_the_created_claim_at_unreserve() -> Non
     client.requests.clear()
     client.responses = [ApiResponse(200, protected), ApiResponse(200, created), ApiResponse(200, {})]
     plugin.unreserve(state, pod, "node-a")
-    await plugin._background.pop()  # the deletion runs in the background, as upstream's
+    await eventually(lambda: len(client.requests) == 3)  # the deletion runs in the background, as upstream's
     get, update, delete = client.requests
     path = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/p-extended-resources-x7k2q"
     assert [(r.method, r.path) for r in (get, update, delete)] == [

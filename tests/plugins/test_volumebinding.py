@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from scheduler.framework import ActionType, ApiResponse, Code, CycleState, QueueingHint, Status
+from scheduler.framework.interface import CSI_STORAGE_CAPACITY, STORAGE_CLASS
 from scheduler.plugins.volumebinding import VolumeBinding
 from scheduler.plugins.volumebinding.binder import (
     ERR_REASON_BIND_CONFLICT,
@@ -607,6 +608,13 @@ def test_claim_events_queue_only_pods_that_use_the_claim(namespace, name, queued
     assert (result.name == "QUEUE") is queued
 
 
+def registered_hint(resource: str) -> Any:
+    """The queueing hint VolumeBinding registers for changes to ``resource``."""
+    plugin, _ = make_plugin({})
+    [hint] = [h.hint for h in plugin.events_to_register() if h.event.resource == resource]
+    return hint
+
+
 @pytest.mark.parametrize(
     ("before", "after", "hint"),
     [
@@ -628,7 +636,7 @@ def test_a_storage_capacity_change_queues_the_pod_only_if_it_may_help(before, af
     for obj, amount in ((old, before), (new, after)):
         if amount is None:
             del obj["capacity"]
-    assert VolumeBinding._after_capacity_change(volume_pod("p", "data"), old, new) == hint
+    assert registered_hint(CSI_STORAGE_CAPACITY)(volume_pod("p", "data"), old, new) == hint
 
 
 def test_a_storage_class_without_a_binding_mode_is_an_internal_error_as_upstream():
@@ -658,7 +666,7 @@ def test_a_storage_class_update_queues_only_for_other_allowed_topologies(before,
     for obj, terms in ((old, before), (new, after)):
         if terms is not None:
             obj["allowedTopologies"] = terms
-    assert VolumeBinding._after_storage_class_change(volume_pod("p", "data"), old, new) == hint
+    assert registered_hint(STORAGE_CLASS)(volume_pod("p", "data"), old, new) == hint
 
 
 def test_a_volume_pre_bound_by_name_gets_the_claims_uid_written_at_reserve():

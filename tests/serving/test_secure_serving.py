@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -147,6 +148,21 @@ async def test_a_renewed_certificate_is_served_to_new_connections(kube: KubeClie
         await server.stop()
 
 
+def test_the_self_signed_key_reaches_openssl_through_no_named_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    given: list[str] = []
+    load_cert_chain = ssl.SSLContext.load_cert_chain
+
+    def spy(context: ssl.SSLContext, certfile: Any, keyfile: Any = None, password: Any = None) -> None:
+        for name in (str(n) for n in (certfile, keyfile) if n is not None):
+            given.append(os.readlink(name) if name.startswith("/proc/self/fd/") else name)
+        load_cert_chain(context, certfile, keyfile, password)
+
+    monkeypatch.setattr(ssl.SSLContext, "load_cert_chain", spy)
+    certificate = ServingCertificate(TLSOptions())
+    assert given and all(name.startswith("/memfd:") for name in given), given
+    assert x509.load_pem_x509_certificate(certificate.self_signed_pem).subject
+
+
 async def test_tls_min_version_13_refuses_a_tls_12_client(kube: KubeClient) -> None:
     server = await serve(kube, TLSOptions(min_version="VersionTLS13"))
     try:
@@ -197,6 +213,15 @@ async def test_review_answers_are_cached_for_their_ttl() -> None:
     assert api.calls == ["tokenreviews", "subjectaccessreviews"]
     await clock.advance(11)
     assert (await auth.decide("GET", "/metrics", "Bearer t", None)).status == 200
+    assert api.calls == ["tokenreviews", "subjectaccessreviews"] * 2
+
+
+async def test_a_ttl_of_zero_caches_no_review_answer() -> None:
+    api = CountingApi()
+    options = AuthOptions(token_cache_ttl=0, allow_cache_ttl=0, deny_cache_ttl=0)
+    auth = DelegatedAuth(api, api, options, clock=FakeClock())
+    for _ in range(2):
+        assert (await auth.decide("GET", "/metrics", "Bearer t", None)).status == 200
     assert api.calls == ["tokenreviews", "subjectaccessreviews"] * 2
 
 

@@ -73,3 +73,36 @@ def test_a_failing_json_patch_test_is_rejected_as_invalid() -> None:
     with pytest.raises(ApiError) as err:
         json_patch({"a": 1}, [{"op": "test", "path": "/a", "value": 2}])
     assert err.value.code == 422
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        {"op": "add", "path": "/a/3", "value": 9},  # past the end: only len(a) itself appends
+        {"op": "replace", "path": "/a/2", "value": 9},
+        {"op": "remove", "path": "/a/2"},
+        {"op": "remove", "path": "/a/-3"},  # before the start, counted from the end
+        {"op": "add", "path": "/a/-4", "value": 9},
+    ],
+)
+def test_an_index_outside_the_list_is_rejected_as_invalid_and_nothing_changes(op: dict) -> None:
+    target = {"a": [1, 2]}
+    with pytest.raises(ApiError) as err:
+        json_patch(target, [{"op": "add", "path": "/b", "value": 1}, op])
+    assert (err.value.code, err.value.reason) == (422, "Invalid")
+    assert target == {"a": [1, 2]}
+
+
+@pytest.mark.parametrize(
+    ("op", "expected"),
+    [
+        ({"op": "add", "path": "/a/-1", "value": 9}, [1, 2, 9]),  # the end, like "-"
+        ({"op": "add", "path": "/a/-3", "value": 9}, [9, 1, 2]),
+        ({"op": "remove", "path": "/a/-1"}, [1]),
+        ({"op": "replace", "path": "/a/-2", "value": 9}, [9, 2]),
+    ],
+)
+def test_a_negative_index_counts_from_the_end_as_the_api_servers_json_patch_does(
+    op: dict, expected: list
+) -> None:
+    assert json_patch({"a": [1, 2]}, [op]) == {"a": expected}

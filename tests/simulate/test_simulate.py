@@ -18,6 +18,7 @@ from scheduler.app import SchedulerApp
 from scheduler.config import default_config
 from scheduler.simulate.engine import Simulation, key_of
 from scheduler.simulate.workloads import expand
+from scheduler.testing import deployment_dict
 from simcluster import SimCluster
 from tests.support.cluster import eventually
 from tests.support.simulate import (
@@ -36,23 +37,7 @@ from tests.support.simulate import (
 
 
 def deployment(name: str, replicas: int, cpu: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {
-                    "schedulerName": "pyscheduler",
-                    "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}],
-                    **spec,
-                },
-            },
-        },
-    }
+    return deployment_dict(name, replicas, requests={"cpu": cpu}, **spec)
 
 
 WORKLOADS: list[dict[str, Any]] = [

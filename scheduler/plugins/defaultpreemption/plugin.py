@@ -143,7 +143,7 @@ class DefaultPreemption:
         all_nodes = snapshot.node_infos()
         if not all_nodes:
             return None, None, Status.from_error(RuntimeError("no nodes available"))
-        potential = _unschedulable(all_nodes, diagnosis)
+        potential = nodes_where_preemption_might_help(all_nodes, diagnosis)
         candidates: list[Candidate] = []
         statuses: dict[str, Status] = {}
         if potential:
@@ -174,7 +174,7 @@ class DefaultPreemption:
         if not candidates:
             errors = [s for s in statuses.values() if s.code == Code.ERROR]
             if errors:
-                return None, None, _aggregate(errors)
+                return None, None, aggregate_errors(errors)
             message = fit_error_message(
                 len(all_nodes),
                 Diagnosis(
@@ -275,7 +275,7 @@ async def call_extenders(
     return [Candidate(name, victims[name]) for name in names]
 
 
-def _aggregate(errors: Sequence[Status]) -> Status:
+def aggregate_errors(errors: Sequence[Status]) -> Status:
     """One error status for the dry run's errors, worded as apimachinery's error aggregate: the
     message alone, or the distinct messages in brackets."""
     messages = list(dict.fromkeys(s.message() for s in errors))
@@ -284,7 +284,7 @@ def _aggregate(errors: Sequence[Status]) -> Status:
     return Status(Code.ERROR, (f"[{', '.join(messages)}]",))
 
 
-def _unschedulable(nodes: Sequence[NodeInfo], diagnosis: Diagnosis) -> list[NodeInfo]:
+def nodes_where_preemption_might_help(nodes: Sequence[NodeInfo], diagnosis: Diagnosis) -> list[NodeInfo]:
     """The nodes (in order) whose status is Unschedulable: where removing pods may help."""
     absent = diagnosis.absent_nodes_status
     statuses = diagnosis.node_to_status

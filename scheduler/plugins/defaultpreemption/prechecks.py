@@ -90,7 +90,7 @@ def fit_only_refilter(
             return None
     if fit is None:
         return None
-    request = fit._request(state, pod)
+    request = fit.request_of(state, pod)
     want = request.requests
     checked = [
         (attr, amount)

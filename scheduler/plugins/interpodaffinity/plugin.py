@@ -39,9 +39,9 @@ from scheduler.framework import (
 from scheduler.framework.interface import NODE, POD, PodsByLabel
 from scheduler.framework.pod_index import PodIndex
 from scheduler.plugins import names
+from scheduler.plugins.helper import PreFilterVerdicts
 from scheduler.plugins.interpodaffinity.counting import ExistingTerms, PlacedMatches
 from scheduler.plugins.interpodaffinity.filtering import (
-    PreFilterState,
     check_node,
     check_nodes,
     compute_pre_filter_state,
@@ -103,6 +103,7 @@ class InterPodAffinity:
         "_ignore_existing_preferred",
         "_placed",
         "_terms",
+        "_verdicts",
     )
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
@@ -115,6 +116,7 @@ class InterPodAffinity:
         self._handle = handle
         self._terms = TermsCache()
         self._columns = DomainColumns()
+        self._verdicts = PreFilterVerdicts(_PRE_FILTER_KEY, self._columns, check_node, check_nodes)
         self._existing = ExistingTerms(self._terms.terms)
         self._placed = PlacedMatches()
 
@@ -228,12 +230,6 @@ class InterPodAffinity:
         state.write(_PRE_FILTER_KEY, computed)
         return None, None
 
-    def _pre_filter_state(self, state: CycleState) -> PreFilterState:
-        found = state.get(_PRE_FILTER_KEY)
-        if found is None:
-            raise KeyError(f"reading {_PRE_FILTER_KEY!r} from cycleState: not found")
-        return found
-
     def _update(self, state: CycleState, other: Pod, node_info: NodeInfo, delta: int) -> Status | None:
         found = state.get(_PRE_FILTER_KEY)
         if found is None:  # PreFilter skipped: nothing to keep up to date
@@ -251,14 +247,12 @@ class InterPodAffinity:
         return self._update(state, pod_to_remove, node_info, -1)
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        return check_node(self._pre_filter_state(state), node_info.node)
+        return self._verdicts.filter(state, node_info)
 
     def filter_nodes(
         self, state: CycleState, pod: Pod, table: NodeTable, slots: np.ndarray
     ) -> NodeVerdicts | None:
-        found = self._pre_filter_state(state)
-        self._columns.refresh(table)
-        return check_nodes(found, slots)
+        return self._verdicts.filter_nodes(state, table, slots)
 
     # ------------------------------------------------------------------ score
 

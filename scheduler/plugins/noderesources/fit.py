@@ -307,7 +307,9 @@ class Fit:
         state.write(_PRE_FILTER_KEY, self._fit_request(pod))
         return None, None
 
-    def _request(self, state: CycleState, pod: Pod) -> FitRequest:
+    def request_of(self, state: CycleState, pod: Pod) -> FitRequest:
+        """What the pod asks of a node, as PreFilter wrote it (computed now when PreFilter did not
+        run, as for a dry run's re-check)."""
         request = state.get(_PRE_FILTER_KEY)
         if request is None:
             request = self._fit_request(pod)
@@ -315,14 +317,14 @@ class Fit:
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         reasons, unresolvable = insufficient(
-            self._request(state, pod), node_info.node.allocatable, node_info.requested, len(node_info.pods)
+            self.request_of(state, pod), node_info.node.allocatable, node_info.requested, len(node_info.pods)
         )
         return _status(reasons, unresolvable) if reasons else None
 
     def filter_nodes(
         self, state: CycleState, pod: Pod, table: NodeTable, slots: np.ndarray
     ) -> NodeVerdicts | None:
-        request = self._request(state, pod)
+        request = self.request_of(state, pod)
         if not request.scalars:
             # Fits even where the least is free? Then it fits everywhere (the usual case).
             least = table.min_free().tolist()

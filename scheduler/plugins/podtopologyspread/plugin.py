@@ -37,6 +37,7 @@ from scheduler.framework import (
 from scheduler.framework.interface import NODE, POD
 from scheduler.framework.pod_index import PodIndex
 from scheduler.plugins import names
+from scheduler.plugins.helper import PreFilterVerdicts
 from scheduler.plugins.podtopologyspread.common import (
     DO_NOT_SCHEDULE,
     SCHEDULE_ANYWAY,
@@ -83,7 +84,7 @@ def _involved(changed: Pod, pod: Pod) -> bool:
 class PodTopologySpread:
     name: ClassVar[str] = names.POD_TOPOLOGY_SPREAD
 
-    __slots__ = ("_columns", "_default_constraints", "_handle", "_system_defaulted")
+    __slots__ = ("_columns", "_default_constraints", "_handle", "_system_defaulted", "_verdicts")
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         defaulting = getattr(args, "defaulting_type", SYSTEM_DEFAULTING) or SYSTEM_DEFAULTING
@@ -95,6 +96,7 @@ class PodTopologySpread:
         )
         self._handle = handle
         self._columns = DomainColumns()
+        self._verdicts = PreFilterVerdicts(_PRE_FILTER_KEY, self._columns, check_node, check_nodes)
 
     # ------------------------------------------------------------------ constraints
 
@@ -193,12 +195,6 @@ class PodTopologySpread:
         )
         return None, None
 
-    def _pre_filter_state(self, state: CycleState) -> PreFilterState:
-        found = state.get(_PRE_FILTER_KEY)
-        if found is None:
-            raise KeyError(f"reading {_PRE_FILTER_KEY!r} from cycleState: not found")
-        return found
-
     def add_pod(self, state: CycleState, pod: Pod, pod_to_add: Pod, node_info: NodeInfo) -> Status | None:
         found: PreFilterState | None = state.get(_PRE_FILTER_KEY)
         if found is not None:  # None: PreFilter skipped, nothing to keep up to date
@@ -214,14 +210,12 @@ class PodTopologySpread:
         return None
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        return check_node(self._pre_filter_state(state), node_info.node)
+        return self._verdicts.filter(state, node_info)
 
     def filter_nodes(
         self, state: CycleState, pod: Pod, table: NodeTable, slots: np.ndarray
     ) -> NodeVerdicts | None:
-        found = self._pre_filter_state(state)
-        self._columns.refresh(table)
-        return check_nodes(found, slots)
+        return self._verdicts.filter_nodes(state, table, slots)
 
     # ------------------------------------------------------------------ score
 

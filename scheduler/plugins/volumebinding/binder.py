@@ -14,6 +14,7 @@ from typing import Any
 
 from scheduler.api import LabelSelector, Node, Pod, SelectorError
 from scheduler.api.quantity import QuantityError, int_value
+from scheduler.api.volumes import volume_claims
 from scheduler.framework import ApiClient, ObjectLister
 from scheduler.plugins.volumebinding.assume_cache import AssumeCache
 from scheduler.plugins.volumebinding.storage import (
@@ -32,7 +33,6 @@ from scheduler.plugins.volumebinding.storage import (
     meta,
     name_of,
     node_affinity_matches,
-    pod_claim_names,
     requested_storage,
     resource_version,
     selected_node,
@@ -99,7 +99,7 @@ class Listers:
 def claims_of(pod: Pod, listers: Listers, pvc_cache: AssumeCache) -> list[Obj]:
     """The pod's PVCs; ClaimProblem with upstream's message when one is missing or unusable."""
     claims = []
-    for claim_name, ephemeral in pod_claim_names(pod.name, pod.volumes):
+    for claim_name, ephemeral in volume_claims(pod):
         pvc = pvc_cache.get(f"{pod.namespace}/{claim_name}")
         if pvc is None:
             if ephemeral:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from scheduler.api import Pod
+from scheduler.api.volumes import volume_claims
 from scheduler.framework import (
     ActionType,
     ClusterEvent,
@@ -50,7 +51,7 @@ from scheduler.plugins.volumebinding.binder import (
     claims_of,
     pod_volume_claims,
 )
-from scheduler.plugins.volumebinding.storage import Obj, meta, pod_claim_names, spec
+from scheduler.plugins.volumebinding.storage import Obj, meta, spec
 
 _STATE_KEY = names.VOLUME_BINDING
 DEFAULT_BIND_TIMEOUT_SECONDS = 600
@@ -109,7 +110,7 @@ class VolumeBinding:
     def _after_claim_change(pod: Pod, old: Obj | None, new: Obj | None) -> QueueingHint:
         if new is None or meta(new).get("namespace") != pod.namespace:
             return QueueingHint.SKIP
-        wanted = {claim for claim, _ in pod_claim_names(pod.name, pod.volumes)}
+        wanted = {claim for claim, _ in volume_claims(pod)}
         return QueueingHint.QUEUE if meta(new).get("name") in wanted else QueueingHint.SKIP
 
     @staticmethod

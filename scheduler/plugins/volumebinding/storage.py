@@ -221,15 +221,3 @@ def find_matching_volume(
         if best is None or size < best_size:
             best, best_size = pv, size
     return best
-
-
-def pod_claim_names(pod_name: str, volumes: Iterable[Obj]) -> list[tuple[str, bool]]:
-    """``(claim name, is ephemeral)`` for each PVC-backed volume of a pod."""
-    claims = []
-    for volume in volumes:
-        source = volume.get("persistentVolumeClaim")
-        if source is not None:
-            claims.append((str(source.get("claimName") or ""), False))
-        elif volume.get("ephemeral") is not None:
-            claims.append((f"{pod_name}-{volume.get('name', '')}", True))
-    return claims
