@@ -192,6 +192,12 @@ class Scheduler:
         # GenericWorkload: the pod-group cycle (scheduler.gang.cycle) schedules pods of a PodGroup
         self.pod_groups: PodGroupScheduler | None = None
 
+    @property
+    def next_start_index(self) -> int:
+        """Where the next search for feasible nodes starts in the snapshot's node order (modulo
+        its length): what explain's view of the next cycle starts from."""
+        return self._next_start_index
+
     # ------------------------------------------------------------------ loop
 
     async def run(self) -> None:

@@ -160,7 +160,9 @@ class ShadowMode:
 
     async def _evaluate(self, pod: Pod) -> Explanation | None:
         try:
-            return await explain_pod(self.scheduler, self.fwk, pod, preemption=False, suggestions=False)
+            return await explain_pod(
+                self.scheduler, self.fwk, pod, preemption=False, suggestions=False, cycle=False
+            )
         except Exception:
             log.exception("shadow decision failed for pod %s", pod.key)
             return None
