@@ -1,15 +1,17 @@
 """Shadow mode's cost to the scheduling loop, in process: loop time per shadow decision.
 
-    python -m bench.shadow [--nodes 5000] [--pods-per-node 2] [--batches 1 32] [--runs 3]
+    python -m bench.shadow [--nodes 5000] [--pods-per-node 2] [--batches 1 64] [--runs 3]
 
 On the mixed cluster of bench.decisions with pods placed (and the garbage collector tuned as
 ``pyscheduler run`` tunes it once synced), another scheduler's pods are handed to shadow mode in
-batches (1 pod: pods arriving one at a time; 32: a Deployment's worth at once), decided forked
+batches (1 pod: pods arriving one at a time; 64: a Deployment's worth at once), decided forked
 (the default) and on the loop (the way with extenders). For each it prints the event loop
 thread's CPU time per decision (what the loop spends: forking, reading the outcomes, reaping,
 page faults included, the benchmark's own polling taken off), the longest stall of a 1 ms ticker
 task meanwhile (how long the loop was held at once; on a loaded machine the OS's scheduling
-delays show there too) and the wall time per decision. Three runs: min and median. Figures are
+delays show there too, measured alone first) and the wall time per decision; then the loop's
+extra CPU per forked decision while it schedules pods of its own (copy-on-write faults included).
+Three runs: min and median. Figures are
 printed, never asserted; the machine may be shared (say so when quoting them).
 """
 
@@ -98,8 +100,9 @@ async def measure(harness: Harness, forked: bool, batch: int, run: int) -> Sampl
         return [make_pod(name, {"app": "theirs"}, schedulerName=OTHER) for name in names]
 
     await decide_all(mode, pods("warm-up"))  # a first fork pays for page tables never copied yet
+    timed = pods("timed")
     cpu, wall = time.thread_time(), time.perf_counter()
-    await decide_all(mode, pods("timed"))
+    await decide_all(mode, timed)
     cpu, wall = time.thread_time() - cpu, time.perf_counter() - wall
     cpu -= await _polling_cost(wall)
     with StallTicker() as ticker:
@@ -109,6 +112,37 @@ async def measure(harness: Harness, forked: bool, batch: int, run: int) -> Sampl
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     return Sample(cpu * 1000 / batch, ticker.longest * 1000, wall * 1000 / batch)
+
+
+async def idle_stall(seconds: float = 1.0) -> float:
+    """The longest stall of the ticker with nothing else running: the machine's own noise."""
+    with StallTicker() as ticker:
+        await asyncio.sleep(0.05)
+        ticker.longest = 0.0
+        await asyncio.sleep(seconds)
+    return ticker.longest * 1000
+
+
+async def busy_loop_cost(harness: Harness, own: int, shadowed: int, run: int) -> float:
+    """Loop CPU ms per forked shadow decision while the loop schedules ``own`` pods of its own:
+    the loop's CPU with ``shadowed`` decisions meanwhile, less that of the same work without
+    (copy-on-write faults included: pages the loop writes while a child lives are copied)."""
+    costs = []
+    for with_shadow in (False, True):
+        mode = ShadowMode(OTHER, harness.scheduler, harness.framework, CollectorRegistry(), forked=True)
+        mode.start([])
+        task = asyncio.create_task(mode.run())
+        names = (f"busy-{run}-{with_shadow}-{i}" for i in range(shadowed if with_shadow else 0))
+        theirs = [make_pod(name, {"app": "theirs"}, schedulerName=OTHER) for name in names]
+        cpu = time.thread_time()
+        for pod in theirs:
+            mode.decide(pod)
+        await harness.schedule(make_pod(f"own-{run}-{with_shadow}-{i}", {"app": "own"}) for i in range(own))
+        await _until(lambda: all(pod.uid in mode.tracked for pod in theirs))  # noqa: B023
+        costs.append(time.thread_time() - cpu)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    return (costs[1] - costs[0]) * 1000 / shadowed
 
 
 def _figure(values: list[float]) -> str:
@@ -124,16 +158,27 @@ async def main_async(args: argparse.Namespace) -> None:
         gc.collect()
         gc.freeze()
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(f"{num_nodes} nodes, {num_nodes * args.pods_per_node} pods, scheduler RSS {rss:.0f} MiB")
-        print("  (min / median of the runs)       loop ms/decision   longest stall ms   wall ms/decision")
+        noise = [await idle_stall() for _ in range(args.runs)]
+        print(
+            f"{num_nodes} nodes, {num_nodes * args.pods_per_node} pods, scheduler RSS {rss:.0f} MiB; "
+            f"the idle loop's longest stall (machine noise): {_figure(noise)} ms"
+        )
+        print(
+            "  idle loop (min / median of the runs)  loop ms/decision   longest stall ms   wall ms/decision"
+        )
         for forked in (True, False):
             for batch in args.batches:
                 samples = [await measure(harness, forked, batch, run) for run in range(args.runs)]
                 label = f"{'forked' if forked else 'on the loop'}, batches of {batch}"
                 print(
-                    f"  {label:<30}  {_figure([s.loop_ms for s in samples])}  "
+                    f"  {label:<35}  {_figure([s.loop_ms for s in samples])}  "
                     f"{_figure([s.stall_ms for s in samples])}  {_figure([s.wall_ms for s in samples])}"
                 )
+        busy = [await busy_loop_cost(harness, args.own, args.busy_shadowed, run) for run in range(args.runs)]
+        print(
+            f"  busy loop: {args.busy_shadowed} forked decisions while {args.own} pods of its own are "
+            f"scheduled: {_figure(busy)} ms of loop CPU per decision (a difference of two runs: noisy)"
+        )
         children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         print(f"  peak RSS of a decision process: {children:.0f} MiB (copy-on-write: shared until written)")
 
@@ -142,8 +187,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, nargs="+", default=[5000])
     parser.add_argument("--pods-per-node", type=int, default=2)
-    parser.add_argument("--batches", type=int, nargs="+", default=[1, 32])
+    parser.add_argument("--batches", type=int, nargs="+", default=[1, 64])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--own", type=int, default=1500, help="pods of its own in the busy-loop runs")
+    parser.add_argument("--busy-shadowed", type=int, default=64, help="shadow decisions in a busy-loop run")
     asyncio.run(main_async(parser.parse_args()))
 
 

@@ -36,3 +36,4 @@ class InProcessDecider:
                 log.exception("shadow decision failed for pod %s", pod.key)
                 continue
             yield pod.uid, outcome
+            await asyncio.sleep(0)  # informer events and the loop's own pods in between
