@@ -183,13 +183,13 @@ class ShadowMode:
     def bound(self, pod: Pod) -> str | None:
         """The other scheduler bound ``pod``: the result, None when we had not decided it (yet:
         a pod of the batch being decided is compared when its decision arrives)."""
+        waiting = self.backlog.discard(pod.uid)  # a newer version waiting for the next batch
+        ours = self.tracked.pop(pod.uid, None)
+        detail = self._details.pop(pod.uid, None)
         if pod.uid in self._deciding:
             if self._deciding[pod.uid] is None:
                 self._deciding[pod.uid] = pod
             return None
-        waiting = self.backlog.discard(pod.uid)
-        ours = self.tracked.pop(pod.uid, None)
-        detail = self._details.pop(pod.uid, None)
         if ours is None:
             if waiting:
                 self._count_undecided()

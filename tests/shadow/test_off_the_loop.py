@@ -142,3 +142,25 @@ async def test_a_flooded_backlog_drops_the_oldest_and_counts_them() -> None:
         mode.decide(make_pod(f"theirs-{i}", scheduler_name=OTHER))
     assert registry.get_sample_value("pyscheduler_shadow_dropped_total") == 3
     assert (mode.report()["waiting"], mode.report()["dropped"]) == (2, 3)
+
+
+async def test_a_pod_bound_while_its_batch_is_decided_is_compared_when_its_decision_arrives(
+    tmp_path: Path,
+) -> None:
+    HeldForShadowedPods.release = tmp_path / "release"
+    parts = build(FakeClient(), {})
+    mode = shadow_of(parts, CollectorRegistry(), forked=True)
+    task = asyncio.create_task(mode.run())
+    try:
+        theirs = make_pod("theirs", scheduler_name=OTHER)
+        mode.decide(theirs)
+        await until(lambda: mode.report()["deciding"] == 1, "the shadow decision began")
+        assert mode.bound(theirs.on_node("n1")) is None  # not decided yet: compared later
+        HeldForShadowedPods.release.touch()
+        await until(lambda: sum(mode.totals.values()) == 1, "the comparison")
+        # both nodes were empty when the decision began: n1 is ours or in our top set
+        assert mode.totals["same_node"] + mode.totals["same_top_set"] == 1
+        assert mode.undecided_total == 0 and mode.tracked == {}
+    finally:
+        HeldForShadowedPods.release.touch()
+        await cancelled(task)
