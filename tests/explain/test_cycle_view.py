@@ -17,6 +17,7 @@ from scheduler import logs
 from scheduler.build import DiscardEvents, DiscardStatus, SchedulerParts, build_scheduler
 from scheduler.config import default_config, parse_config
 from scheduler.explain import explain_pod, render
+from scheduler.explain.model import explanation_from_dict
 from scheduler.framework import CycleState
 from scheduler.plugins.registry import in_tree_registry
 from scheduler.schedule_one import ScheduleResult, run_now
@@ -112,6 +113,7 @@ async def test_cycle_scores_are_those_a_real_cycle_logs_from_its_start_index() -
     assert ours["node-101"]["TaintToleration"] == 0 and ours["node-100"]["TaintToleration"] > 0
 
     data = explanation.to_dict()
+    assert explanation_from_dict(data) == explanation  # what `explain --server` reads back
     assert len(data["scores"]) == 300 and len(data["cycle"]["scores"]) == 100
     assert data["cycle"]["startIndex"] == 100 and data["cycle"]["top"] == view.top
     text = render(explanation)
