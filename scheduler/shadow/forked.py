@@ -68,7 +68,12 @@ class ForkedDecider:
         read_fd, write_fd = os.pipe()
         with contextlib.suppress(AttributeError, OSError):  # Linux: a frame in one read, not many
             fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(read_fd)
+            os.close(write_fd)
+            raise
         if pid == 0:
             os.close(read_fd)
             _child(os.fdopen(write_fd, "wb"), pods, self._evaluate_now)

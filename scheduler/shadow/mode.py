@@ -27,6 +27,7 @@ decisions.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from collections import OrderedDict, deque
@@ -59,6 +60,7 @@ RESULTS = (SAME_NODE, SAME_TOP_SET, DIFFERENT, WOULD_BE_PENDING)
 MAX_TRACKED = 5_000  # pending pods decided or waiting; beyond, the oldest go first
 DETAILED = 16  # latest decisions keeping their per-node detail for the disagreement report
 RECENT = 50  # disagreements /debug/shadow shows
+FAILED_BATCH_PAUSE = 1.0  # seconds before the next batch after one failed
 
 
 class ShadowMode:
@@ -152,6 +154,9 @@ class ShadowMode:
             try:
                 async for uid, outcome in self._decider.decide(batch):
                     self._decided(uid, outcome)
+            except Exception:  # e.g. no fork (out of memory or processes): the batch is lost
+                log.exception("shadow decisions of %d pod(s) failed", len(batch))
+                await asyncio.sleep(FAILED_BATCH_PAUSE)
             finally:
                 for bound in self._deciding.values():
                     if bound is not None:  # its decision failed or never came

@@ -164,3 +164,30 @@ async def test_a_pod_bound_while_its_batch_is_decided_is_compared_when_its_decis
     finally:
         HeldForShadowedPods.release.touch()
         await cancelled(task)
+
+
+async def test_a_batch_that_cannot_fork_is_logged_and_the_next_one_is_decided(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    HeldForShadowedPods.release = None
+    parts = build(FakeClient(), {})
+    mode = shadow_of(parts, CollectorRegistry(), forked=True)
+    fork = os.fork
+    failures = [OSError(12, "Cannot allocate memory")]
+
+    def failing_once() -> int:
+        if failures:
+            raise failures.pop()
+        return fork()
+
+    monkeypatch.setattr(os, "fork", failing_once)
+    monkeypatch.setattr("scheduler.shadow.mode.FAILED_BATCH_PAUSE", 0.0)
+    task = asyncio.create_task(mode.run())
+    try:
+        mode.decide(make_pod("lost", scheduler_name=OTHER))
+        await until(lambda: "shadow decisions of 1 pod(s) failed" in caplog.text, "the failure logged")
+        later = make_pod("later", scheduler_name=OTHER)
+        mode.decide(later)
+        await until(lambda: mode.tracked.get(later.uid), "the next batch decided")
+    finally:
+        await cancelled(task)
