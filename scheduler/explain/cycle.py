@@ -24,9 +24,9 @@ from scheduler.framework import CycleState, NodeLister, Status
 from scheduler.runtime import Framework
 from scheduler.schedule_one import (
     Scheduler,
+    feasible_nodes_wanted,
     find_nodes_that_pass_extenders,
     find_nodes_that_pass_filters,
-    num_feasible_nodes_to_find,
     select_host,
 )
 
@@ -53,7 +53,7 @@ async def next_cycle(
     PreFilter left it, ``extender_scores`` the extenders' part of each node's score."""
     num_nodes = len(snapshot)
     start = scheduler.next_start_index % num_nodes
-    wanted = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score, len(found.candidates))
+    wanted = feasible_nodes_wanted(fwk, scheduler.extenders, len(found.candidates))
     view = CycleView(start, wanted)
     if fwk.batch is not None:
         with fwk.unobserved():
