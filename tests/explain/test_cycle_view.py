@@ -205,3 +205,26 @@ async def test_a_hint_the_pod_no_longer_fits_is_named_and_the_cycle_searches() -
     assert f"the batch would hint {hint} (OpportunisticBatching), but the pod does not fit there" in (
         " ".join(explanation.notes)
     )
+
+
+async def test_without_score_plugins_a_cycle_looks_for_one_node_and_takes_it() -> None:
+    config = parse_config(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [
+                {"schedulerName": "pyscheduler", "plugins": {"score": {"disabled": [{"name": "*"}]}}}
+            ],
+        }
+    )
+    parts = build(config)
+    for i in range(150):
+        parts.cache.add_node(make_node(f"node-{i:03d}"))
+    scheduler, fwk = parts.scheduler, parts.frameworks["pyscheduler"]
+    assert not fwk.score_plugins
+    explanation = await explain_pod(scheduler, fwk, make_pod("web"))
+    result = run_now(scheduler.schedule_pod(fwk, CycleState(), make_pod("web")))
+    view = explanation.cycle
+    assert view is not None and view.wanted == 1 and view.scores == []
+    assert isinstance(result, ScheduleResult) and explanation.chosen == result.node_name == "node-000"
+    assert explanation.why_chosen == "the only feasible node a cycle's search finds: taken without scoring"
