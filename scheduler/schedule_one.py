@@ -196,6 +196,12 @@ class Scheduler:
         # GenericWorkload: the pod-group cycle (scheduler.schedule_one_podgroup) schedules pods of a PodGroup
         self.pod_groups: PodGroupScheduler | None = None
 
+    @property
+    def next_start_index(self) -> int:
+        """Where the next search for feasible nodes starts in the snapshot's node order (modulo
+        its length): what explain's view of the next cycle starts from."""
+        return self._next_start_index
+
     # ------------------------------------------------------------------ loop
 
     async def run(self) -> None:
@@ -688,6 +694,14 @@ def no_fit_diagnosis(
     return diagnosis
 
 
+def feasible_nodes_wanted(fwk: Framework, extenders: Sequence[Extender], num_candidates: int) -> int:
+    """How many feasible nodes a search looks for: numFeasibleNodesToFind, or one when nothing
+    would score them and no extender filters them."""
+    if not fwk.score_plugins and not any(e.is_filter() or e.is_prioritizer() for e in extenders):
+        return min(1, num_candidates)
+    return num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score, num_candidates)
+
+
 def find_nodes_that_pass_filters(
     fwk: Framework,
     state: CycleState,
@@ -712,9 +726,7 @@ def find_nodes_that_pass_filters(
     table = snapshot.table
     search = Search()
     if num_to_find is None:
-        num_to_find = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score, len(candidates))
-        if not fwk.score_plugins and not any(e.is_filter() or e.is_prioritizer() for e in extenders):
-            num_to_find = min(1, len(candidates))
+        num_to_find = feasible_nodes_wanted(fwk, extenders, len(candidates))
     batch_plugins, per_node = fwk.filter_plugins_in_play(state)
     every_filter = [*batch_plugins, *per_node]
     held = {info.slot for name, pods in nominated.items() if pods and (info := snapshot.get(name))}

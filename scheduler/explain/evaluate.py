@@ -3,11 +3,13 @@
 The steps are the scheduling cycle's (``scheduler.schedule_one``): PreFilter, the narrowing by its
 result, the search for feasible nodes (asked for all of them instead of percentageOfNodesToScore),
 the extenders' filters, PreScore/Score with the per-plugin weighted scores kept, the top set
-``select_host`` picks from, and PostFilter's preemption as a dry run. Nothing is assumed,
-reserved, bound, evicted or written. Without extenders nothing awaits, so no informer event can
-change the cache meanwhile; with them the cache is held while they answer, as a cycle holds it,
-each waiting its turn (``Cache.until_released``). The framework's metrics do not time these
-evaluations.
+``select_host`` picks from, and PostFilter's preemption as a dry run. Scores are normalized over
+every feasible node; the next cycle's own view (``scheduler.explain.cycle``: the nominated or
+hinted node, else the nodes its search would find, normalized over those) decides the node.
+Nothing is assumed, reserved, bound, evicted or written. Without extenders nothing awaits, so no
+informer event can change the cache meanwhile; with them the cache is held while they answer, as
+a cycle holds it, each waiting its turn (``Cache.until_released``). The framework's metrics do
+not time these evaluations.
 """
 
 from __future__ import annotations
@@ -15,23 +17,17 @@ from __future__ import annotations
 import contextlib
 import random
 
-import numpy as np
-
 from scheduler.api import Pod
+from scheduler.explain.cycle import next_cycle
 from scheduler.explain.filtering import FilterPass, filter_every_node
-from scheduler.explain.model import Explanation, NodeScore, NodeVerdict, Preemption
+from scheduler.explain.model import Explanation, NodeVerdict, Preemption
+from scheduler.explain.scoring import Scored, score_nodes
 from scheduler.explain.suggest import suggest
 from scheduler.framework import Code, NodeLister, Status
 from scheduler.plugins import names
 from scheduler.plugins.defaultpreemption.plugin import DefaultPreemption
 from scheduler.runtime import Framework
-from scheduler.schedule_one import (
-    FitError,
-    Scheduler,
-    num_feasible_nodes_to_find,
-    prioritize_with_extenders,
-    select_host,
-)
+from scheduler.schedule_one import FitError, Scheduler, prioritize_with_extenders, select_host
 
 CODE_NAMES = {
     Code.UNSCHEDULABLE: "Unschedulable",
@@ -47,9 +43,12 @@ async def explain_pod(
     *,
     preemption: bool = True,
     suggestions: bool = True,
+    cycle: bool = True,
     rng: random.Random | None = None,
 ) -> Explanation:
-    """Everything a scheduling cycle of ``fwk`` would find for ``pod`` now, and more."""
+    """Everything a scheduling cycle of ``fwk`` would find for ``pod`` now, and more. With
+    ``cycle`` False the node is chosen among every feasible node, as if nothing were sampled
+    (shadow mode: another scheduler's start index and batch are not ours)."""
     snapshot = scheduler.cache.snapshot()
     explanation = Explanation(pod.key, fwk.profile_name, len(snapshot))
     gate, held_back = fwk.pre_enqueue(pod)
@@ -75,7 +74,7 @@ async def explain_pod(
             return explanation
         _record_rejections(explanation, snapshot, found)
         if len(found.feasible):
-            await _score(explanation, scheduler, fwk, pod, snapshot, found, rng or random.Random())
+            await _score(explanation, scheduler, fwk, pod, snapshot, found, cycle, rng or random.Random())
         else:
             if preemption:
                 explanation.preemption = await _dry_run_post_filter(explanation, fwk, found, pod)
@@ -108,48 +107,57 @@ async def _score(
     pod: Pod,
     snapshot: NodeLister,
     found: FilterPass,
+    cycle: bool,
     rng: random.Random,
 ) -> None:
+    cycle_state = found.state.clone()  # as PreFilter left it: the all-node PreScore runs on the other
     table, feasible = snapshot.table, found.feasible
-    with fwk.unobserved():
-        plugins, weighted, status = fwk.weighted_scores(found.state, pod, table, feasible)
-    if status is not None:
-        explanation.error = status.message()
-        return
     infos = [table.info(slot) for slot in feasible.tolist()]
-    extender_totals = np.zeros(len(feasible), dtype=np.int64)
+    extender_scores: dict[str, int] = {}
     if scheduler.extenders:
-        extender_totals = await prioritize_with_extenders(scheduler.extenders, pod, infos)
-    totals = weighted.sum(axis=0) + extender_totals if plugins else extender_totals
-    explanation.score_plugins = plugins
-    by_plugin, by_extenders, by_node = weighted.tolist(), extender_totals.tolist(), totals.tolist()
-    rows = [
-        NodeScore(
-            info.name,
-            {name: by_plugin[row][column] for row, name in enumerate(plugins)},
-            by_extenders[column],
-            by_node[column],
-        )
-        for column, info in enumerate(infos)
-    ]
-    best = int(totals.max())
-    explanation.top = sorted(row.node for row in rows if row.total == best)
-    explanation.scores = sorted(rows, key=lambda row: (-row.total, row.node))
-    wanted = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score, len(snapshot))
-    if len(feasible) > wanted:
+        totals = await prioritize_with_extenders(scheduler.extenders, pod, infos)
+        extender_scores = dict(zip((info.name for info in infos), totals.tolist(), strict=True))
+    scored = score_nodes(fwk, found.state, pod, table, feasible, extender_scores)
+    if isinstance(scored, Status):
+        explanation.error = scored.message()
+        return
+    explanation.score_plugins = scored.plugins
+    explanation.scores, explanation.top = scored.ranked(), scored.top()
+    if not cycle:
+        _choose_among_all(explanation, pod, scored, rng)
+        return
+    choice = await next_cycle(scheduler, fwk, pod, snapshot, found, cycle_state, extender_scores, rng)
+    if isinstance(choice, Status):
+        explanation.error = choice.message()
+        return
+    explanation.cycle, explanation.chosen, explanation.why_chosen = choice.view, choice.chosen, choice.why
+    view = choice.view
+    if not view.taken and len(feasible) > view.wanted:
         explanation.notes.append(
-            f"a cycle stops at {wanted} feasible nodes (percentageOfNodesToScore) and normalizes the "
-            f"scores over those; here all {len(feasible)} are scored"
+            f"a cycle stops at {view.wanted} feasible nodes (percentageOfNodesToScore), searching from "
+            f"position {view.start_index} of the node order, and normalizes the scores over those, so "
+            f"they can differ from the scores over all {len(feasible)} feasible nodes (both are shown)"
         )
+    if view.hint and not view.taken:
+        explanation.notes.append(
+            f"the batch would hint {view.hint} (OpportunisticBatching), but the pod does not fit "
+            "there: a cycle searches as usual"
+        )
+
+
+def _choose_among_all(explanation: Explanation, pod: Pod, scored: Scored, rng: random.Random) -> None:
+    """The node a cycle would choose were every feasible node scored."""
+    rows = scored.rows
     nominated = pod.nominated_node_name
-    if nominated and nominated in {info.name for info in infos}:
+    if nominated and nominated in {row.node for row in rows}:
         explanation.chosen = nominated
         explanation.why_chosen = "its nominated node fits: a cycle takes it without scoring"
-    elif len(infos) == 1:
-        explanation.chosen = infos[0].name
+    elif len(rows) == 1:
+        explanation.chosen = rows[0].node
         explanation.why_chosen = "the only feasible node"
     else:
-        explanation.chosen = infos[select_host(totals, rng)].name
+        explanation.chosen = rows[select_host(scored.totals, rng)].node
+        best = explanation.scores[0].total
         if len(explanation.top) == 1:
             explanation.why_chosen = f"the highest total score ({best})"
         else:

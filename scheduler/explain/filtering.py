@@ -30,6 +30,8 @@ class FilterPass:
 
     state: CycleState
     feasible: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    # the slots the PreFilter result keeps, in the node order (a cycle's search looks at these)
+    candidates: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     diagnosis: Diagnosis = field(default_factory=Diagnosis)
     error: Status | None = None
 
@@ -68,4 +70,4 @@ async def filter_every_node(
         filtered_out = len(nodes) != len(feasible)
         feasible = np.fromiter((info.slot for info in nodes), dtype=np.int64, count=len(nodes))
     diagnosis = no_fit_diagnosis(search.rejections, table, extender_statuses, absent, plugins, filtered_out)
-    return FilterPass(state, feasible, diagnosis)
+    return FilterPass(state, feasible, candidates, diagnosis)

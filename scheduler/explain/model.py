@@ -38,14 +38,62 @@ class Preemption:
 
 
 @dataclass(slots=True)
+class CycleView:
+    """What the next scheduling cycle would do for the pod, step by step as ``schedule_pod``:
+    take its nominated node or the batch's hint (OpportunisticBatching) if it fits, else search
+    the node order from the scheduler's rotating start index until ``wanted`` feasible nodes are
+    found (percentageOfNodesToScore) and score those, normalized over those only."""
+
+    start_index: int  # where the search starts in the node order
+    wanted: int  # numFeasibleNodesToFind for this pod's candidates
+    hint: str = ""  # the node the batch would hint ("" none)
+    taken: str = ""  # the nominated or hinted node the cycle takes without searching ("" none)
+    scores: list[NodeScore] = field(default_factory=list)  # the nodes it would score, highest first
+    top: list[str] = field(default_factory=list)  # those sharing the highest total
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "startIndex": self.start_index,
+            "numFeasibleNodesToFind": self.wanted,
+            "batchHint": self.hint,
+            "takenWithoutScoring": self.taken,
+            "scores": [_score_dict(s) for s in self.scores],
+            "top": self.top,
+        }
+
+
+def _score_dict(score: NodeScore) -> dict[str, Any]:
+    return {"node": score.node, "plugins": score.plugins, "extenders": score.extenders, "total": score.total}
+
+
+def _score_of(data: dict[str, Any]) -> NodeScore:
+    return NodeScore(data["node"], dict(data["plugins"]), data["extenders"], data["total"])
+
+
+def _cycle_of(data: dict[str, Any] | None) -> CycleView | None:
+    if not data:
+        return None
+    return CycleView(
+        int(data["startIndex"]),
+        int(data["numFeasibleNodesToFind"]),
+        str(data.get("batchHint", "")),
+        str(data.get("takenWithoutScoring", "")),
+        [_score_of(s) for s in data.get("scores") or ()],
+        list(data.get("top") or ()),
+    )
+
+
+@dataclass(slots=True)
 class Explanation:
     pod: str  # namespace/name
     profile: str
     num_nodes: int
     rejected: list[NodeVerdict] = field(default_factory=list)  # in the scheduler's node order
     score_plugins: list[str] = field(default_factory=list)
-    scores: list[NodeScore] = field(default_factory=list)  # highest total first
-    top: list[str] = field(default_factory=list)  # the nodes sharing the highest total
+    # every feasible node, scored and normalized over all of them, highest total first
+    scores: list[NodeScore] = field(default_factory=list)
+    top: list[str] = field(default_factory=list)  # the nodes of ``scores`` sharing the highest total
+    cycle: CycleView | None = None  # what the next cycle would do (None: pending, or not asked)
     chosen: str = ""  # where the scheduler would put it now ("" when nowhere)
     why_chosen: str = ""
     message: str = ""  # the FailedScheduling message a cycle would write ("" when it fits)
@@ -82,10 +130,8 @@ class Explanation:
             ],
             "reasonCounts": self.reason_counts(),
             "scorePlugins": self.score_plugins,
-            "scores": [
-                {"node": s.node, "plugins": s.plugins, "extenders": s.extenders, "total": s.total}
-                for s in self.scores
-            ],
+            "scores": [_score_dict(s) for s in self.scores],
+            "cycle": None if self.cycle is None else self.cycle.to_dict(),
             "postFilter": None
             if self.preemption is None
             else {
@@ -112,11 +158,9 @@ def explanation_from_dict(data: dict[str, Any]) -> Explanation:
             for v in data.get("rejected") or ()
         ],
         score_plugins=list(data.get("scorePlugins") or ()),
-        scores=[
-            NodeScore(s["node"], dict(s["plugins"]), s["extenders"], s["total"])
-            for s in data.get("scores") or ()
-        ],
+        scores=[_score_of(s) for s in data.get("scores") or ()],
         top=list(data.get("top") or ()),
+        cycle=_cycle_of(data.get("cycle")),
         chosen=str(data.get("chosen", "")),
         why_chosen=str(data.get("whyChosen", "")),
         message=str(data.get("message", "")),

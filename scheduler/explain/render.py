@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scheduler.explain.model import Explanation
+from scheduler.explain.model import Explanation, NodeScore
 
 
 def table(rows: Sequence[Sequence[str]]) -> list[str]:
@@ -13,6 +13,48 @@ def table(rows: Sequence[Sequence[str]]) -> list[str]:
     return [
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows
     ]
+
+
+def _scores(e: Explanation) -> list[str]:
+    """The scores a cycle would compute (normalized over the nodes it finds), then those over every
+    feasible node; one table when the two are the same."""
+    count = len(e.scores)
+    cycle = e.cycle
+    if cycle is None or not cycle.scores or len(cycle.scores) == count:
+        if cycle is not None and cycle.taken:
+            title = f"normalized over all of them (a cycle takes {cycle.taken} without scoring)"
+        elif cycle is not None and cycle.scores:
+            title = "normalized over all of them, as a cycle does (it finds them all)"
+        else:
+            title = "normalized over all of them"
+        return ["", f"Feasible nodes ({count}), weighted scores {title}:", *_score_table(e, e.scores, e.top)]
+    scored = len(cycle.scores)
+    return [
+        "",
+        f"A cycle's scores: the {scored} feasible nodes its search finds from position {cycle.start_index} "
+        f"of the node order (numFeasibleNodesToFind {cycle.wanted}), normalized over those:",
+        *_score_table(e, cycle.scores, cycle.top),
+        "",
+        f"All feasible nodes ({count}), weighted scores normalized over all {count} (a cycle scores "
+        f"only the {scored} above):",
+        *_score_table(e, e.scores, e.top),
+    ]
+
+
+def _score_table(e: Explanation, rows: Sequence[NodeScore], top: Sequence[str]) -> list[str]:
+    extenders = any(s.extenders for s in rows)
+    header = ["NODE", *e.score_plugins, *(["Extenders"] if extenders else []), "TOTAL"]
+    cells = [header]
+    for score in rows:
+        marker = " *" if score.node in top else ""
+        plugins = [str(score.plugins[name]) for name in e.score_plugins]
+        cells.append(
+            [score.node, *plugins, *([str(score.extenders)] if extenders else []), f"{score.total}{marker}"]
+        )
+    lines = table(cells)
+    if len(top) > 1:
+        lines.append(f"(* the top set: {', '.join(top)})")
+    return lines
 
 
 def render(explanation: Explanation) -> str:
@@ -26,20 +68,11 @@ def render(explanation: Explanation) -> str:
     else:
         lines.append("Would stay pending.")
         lines.append(f"FailedScheduling: {e.message}")
+    if e.cycle is not None and e.cycle.hint:
+        taken = "taken" if e.cycle.taken == e.cycle.hint else "does not fit: not taken"
+        lines.append(f"Batch hint (OpportunisticBatching): {e.cycle.hint} ({taken})")
     if e.scores:
-        lines += ["", f"Feasible nodes ({len(e.scores)}), weighted scores:"]
-        extenders = any(s.extenders for s in e.scores)
-        header = ["NODE", *e.score_plugins, *(["Extenders"] if extenders else []), "TOTAL"]
-        rows = [header]
-        for score in e.scores:
-            marker = " *" if score.node in e.top else ""
-            cells = [str(score.plugins[name]) for name in e.score_plugins]
-            rows.append(
-                [score.node, *cells, *([str(score.extenders)] if extenders else []), f"{score.total}{marker}"]
-            )
-        lines += table(rows)
-        if len(e.top) > 1:
-            lines.append(f"(* the top set: {', '.join(e.top)})")
+        lines += _scores(e)
     if e.rejected:
         lines += ["", f"Rejected nodes ({len(e.rejected)}):"]
         lines += table(

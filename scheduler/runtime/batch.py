@@ -68,6 +68,10 @@ class RankedNodes:
     def pop(self) -> str:
         return self._names.pop()
 
+    def peek(self) -> str:
+        """The name ``pop`` would return, left in the list."""
+        return self._names[-1]
+
     def __len__(self) -> int:
         return len(self._names)
 
@@ -104,8 +108,10 @@ class OpportunisticBatch:
     ) -> str:
         """The next node of the stored list if this pod may take it, else ""."""
         start = perf_counter()
-        stored = self._usable(pod, signature, state, cycle, snapshot)
-        hint = stored.nodes.pop() if stored is not None else ""
+        unusable = self._why_unusable(pod, signature, state, cycle, snapshot)
+        if unusable:
+            self._flushed(unusable)
+        hint = self._stored.nodes.pop() if unusable is None and self._stored is not None else ""
         if self._metrics is not None:
             self._metrics.observe_node_hint(bool(hint), self._profile, perf_counter() - start)
             if not hint:
@@ -113,6 +119,15 @@ class OpportunisticBatch:
         if hint:
             log.debug("batch hint %s for pod %s (cycle %d)", hint, pod.key, cycle)
         return hint
+
+    def peek_hint(
+        self, pod: Pod, signature: bytes | None, state: CycleState, cycle: int, snapshot: NodeLister
+    ) -> str:
+        """The node ``node_hint`` would hand out to this pod in ``cycle``, changing nothing (the
+        list keeps it, no metric is counted): what explain reports."""
+        if self._why_unusable(pod, signature, state, cycle, snapshot) is None and self._stored is not None:
+            return self._stored.nodes.peek()
+        return ""
 
     def store(
         self,
@@ -146,33 +161,29 @@ class OpportunisticBatch:
 
     # ------------------------------------------------------------------ internals
 
-    def _usable(
+    def _why_unusable(
         self, pod: Pod, signature: bytes | None, state: CycleState, cycle: int, snapshot: NodeLister
-    ) -> _Stored | None:
-        """The stored list if this pod may take its next node."""
+    ) -> str | None:
+        """None when this pod may take the stored list's next node; else why not: a flush reason,
+        or "" when there is no list to use."""
         stored = self._stored
         if stored is None or not len(stored.nodes):
-            return None
+            return ""
         if cycle != self._last_cycle + 1:  # a pod of another profile, or a failed one, came between
-            self._flushed(POD_SKIPPED)
-            return None
+            return POD_SKIPPED
         if signature is None or signature != stored.signature:
-            self._flushed(POD_INCOMPATIBLE)
-            return None
+            return POD_INCOMPATIBLE
         if self._clock.now() > stored.created + MAX_BATCH_AGE:
-            self._flushed(EXPIRED)
-            return None
+            return EXPIRED
         last = snapshot.get(self._last_chosen)
         if last is None:
-            self._flushed(NODE_MISSING)
-            return None
+            return NODE_MISSING
         status = self._filter_node(state, pod, last)
         if status is None or not status.is_rejected:
             # the last pod's node still has room for this one: the list cannot say where it
             # ranks now, so the cycle searches afresh
-            self._flushed(NODE_NOT_FULL)
-            return None
-        return stored
+            return NODE_NOT_FULL
+        return None
 
     def _flushed(self, reason: str) -> None:
         if self._metrics is not None:

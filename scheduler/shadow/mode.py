@@ -2,31 +2,36 @@
 but never acted on.
 
 When a pod of that scheduler appears pending (and again at each update while it stays pending),
-it joins a backlog; a background task decides the backlog's pods one at a time with the first
-profile, against the cache's snapshot of the moment it decides, with explain's evaluation (the
-real framework, every node, no preemption): no assume, reserve, permit, bind, event or status
-write, and the pod never enters the scheduling queue (it names no profile of ours). A decision
-costs tens of milliseconds on thousands of nodes, so it is never made in the informer's handler
-and waits while the scheduling loop has pods ready to pop: pyscheduler's own pods go first.
+it joins a bounded backlog (beyond its limit the oldest pod is dropped, counted in
+``pyscheduler_shadow_dropped_total``: the informer's handler never waits). A background task
+takes the backlog in batches and has a decider decide them with the first profile and explain's
+evaluation (``scheduler.shadow.decision``: the real framework, every node, no preemption): no
+assume, reserve, permit, bind, event or status write, and the pod never enters the scheduling
+queue (it names no profile of ours). A decision costs tens of milliseconds on thousands of
+nodes, so it is made off the scheduling loop, in a child process forked with the scheduler's
+memory as it is (``scheduler.shadow.forked``); with extenders, whose answers are awaited on the
+loop's connections, on the loop one pod at a time while it has no pod ready
+(``scheduler.shadow.inprocess``).
 
 When the other scheduler binds the pod, the decision is compared: the same node, another node of
-our top-score set, a different node, or one where we would have left it pending. Counted in
-``pyscheduler_shadow_decisions_total{result}``; a pod bound before we got to it counts in
-``pyscheduler_shadow_undecided_total`` instead. ``/debug/shadow`` reports the totals and the
-recent disagreements.
+our top-score set, a different node, or one where we would have left it pending. A pod bound
+while its batch is being decided is compared when its decision arrives (made on the cluster as it
+was before that binding). Counted in ``pyscheduler_shadow_decisions_total{result}``; a pod bound
+before its batch began counts in ``pyscheduler_shadow_undecided_total`` instead.
+``/debug/shadow`` reports the totals and the recent disagreements.
 
 Memory is bounded: a decision keeps its chosen node and its top set (a sorted tuple of names); the
-per-node detail (each plugin's scores, each rejection) only for the latest ``DETAILED`` decisions.
+per-node detail (each plugin's scores, each rejection, encoded) only for the latest ``DETAILED``
+decisions.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from bisect import bisect_left
+import os
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import orjson
@@ -35,11 +40,12 @@ from prometheus_client import CollectorRegistry, Counter
 
 from scheduler.api import Pod
 from scheduler.client.informer import EventHandler
-from scheduler.explain.evaluate import explain_pod
-from scheduler.explain.model import Explanation
 from scheduler.runtime import Framework
-from scheduler.schedule_one import Scheduler
+from scheduler.schedule_one import Scheduler, run_now
 from scheduler.shadow.backlog import Backlog
+from scheduler.shadow.decision import Decider, Decision, Detail, Outcome, evaluate
+from scheduler.shadow.forked import ForkedDecider
+from scheduler.shadow.inprocess import InProcessDecider
 
 log = logging.getLogger(__name__)
 V = TypeVar("V")
@@ -54,31 +60,13 @@ RESULTS = (SAME_NODE, SAME_TOP_SET, DIFFERENT, WOULD_BE_PENDING)
 MAX_TRACKED = 5_000  # pending pods decided or waiting; beyond, the oldest go first
 DETAILED = 16  # latest decisions keeping their per-node detail for the disagreement report
 RECENT = 50  # disagreements /debug/shadow shows
-BUSY_POLL = 0.01  # seconds between looks at a busy scheduling loop
-
-
-@dataclass(frozen=True, slots=True)
-class Decision:
-    """Where we would put a pod: what a binding is compared with."""
-
-    chosen: str  # "" when we would leave it pending
-    top: tuple[str, ...]  # the nodes sharing the highest total, sorted
-    best: int  # that total
-    message: str  # the FailedScheduling message when pending
-
-    @classmethod
-    def of(cls, explanation: Explanation) -> Decision:
-        best = explanation.scores[0].total if explanation.scores else 0
-        return cls(explanation.chosen, tuple(explanation.top), best, explanation.message)
-
-    def in_top(self, node: str) -> bool:
-        at = bisect_left(self.top, node)
-        return at < len(self.top) and self.top[at] == node
+FAILED_BATCH_PAUSE = 1.0  # seconds before the next batch after one failed
 
 
 class ShadowMode:
-    """Decisions for the pods of ``scheduler_name``, made with ``fwk`` on ``scheduler``'s cache,
-    while ``busy()`` (the scheduling loop has pods ready) is false."""
+    """Decisions for the pods of ``scheduler_name``, made with ``fwk`` on ``scheduler``'s cache:
+    ``forked`` (the default without extenders, where the platform forks), or on the loop while
+    ``busy()`` (the scheduling loop has pods ready) is false."""
 
     def __init__(
         self,
@@ -90,11 +78,11 @@ class ShadowMode:
         busy: Callable[[], bool] = lambda: False,
         recent: int = RECENT,
         max_tracked: int = MAX_TRACKED,
+        forked: bool | None = None,
     ) -> None:
         self.scheduler_name = scheduler_name
         self.scheduler = scheduler
         self.fwk = fwk
-        self._busy = busy
         self.decisions = Counter(
             "pyscheduler_shadow_decisions",
             "Shadow mode: how another scheduler's bindings compare with where pyscheduler would have "
@@ -106,21 +94,36 @@ class ShadowMode:
             self.decisions.labels(result)
         self.undecided = Counter(
             "pyscheduler_shadow_undecided",
-            "Shadow mode: pods another scheduler bound before pyscheduler had decided them (its "
-            "decisions wait while its own pods are ready to schedule).",
+            "Shadow mode: pods another scheduler bound before pyscheduler had begun deciding them.",
+            registry=registry,
+        )
+        self.dropped = Counter(
+            "pyscheduler_shadow_dropped",
+            "Shadow mode: pods never decided because more were waiting than the backlog holds.",
             registry=registry,
         )
         self.totals = dict.fromkeys(RESULTS, 0)
         self.undecided_total = 0
-        self.backlog = Backlog(max_tracked)
+        self.backlog = Backlog(max_tracked, on_drop=self.dropped.inc)
         self.tracked: OrderedDict[str, Decision] = OrderedDict()  # pod uid -> our latest decision
-        self._details: OrderedDict[str, Explanation] = OrderedDict()  # the latest DETAILED ones
+        self._details: OrderedDict[str, Detail] = OrderedDict()  # the latest DETAILED ones
         self.disagreements: deque[dict[str, Any]] = deque(maxlen=recent)
         self._max_tracked = max_tracked
-        self._deciding = ""  # the uid being decided (awaiting extenders)
-        self._abandoned = False  # it was bound or deleted meanwhile
+        # the batch being decided: uid -> None, or the bound pod when bound meanwhile
+        self._deciding: dict[str, Pod | None] = {}
+        self._abandoned: set[str] = set()  # of those, deleted meanwhile
+        if forked is None:
+            forked = not scheduler.extenders and hasattr(os, "fork")
+        self._decider = self._forked_decider(busy) if forked else self._in_process_decider(busy)
         # Until the informers have synced the cache is incomplete: pods are decided from then on.
         self.ready = False
+
+    def _forked_decider(self, busy: Callable[[], bool]) -> Decider:
+        scheduler, fwk = self.scheduler, self.fwk
+        return ForkedDecider(lambda pod: run_now(evaluate(scheduler, fwk, pod)), busy)
+
+    def _in_process_decider(self, busy: Callable[[], bool]) -> Decider:
+        return InProcessDecider(self.scheduler, self.fwk, busy)
 
     def is_shadowed(self, pod: Pod) -> bool:
         return pod.scheduler_name == self.scheduler_name
@@ -140,57 +143,69 @@ class ShadowMode:
         self.backlog.put(pod)
 
     async def run(self) -> None:
-        """Decide the backlog's pods one at a time, each when the scheduling loop has nothing
-        ready, yielding to the event loop between decisions."""
+        """Decide the backlog in batches, oldest pods first, until cancelled."""
         while True:
             await self.backlog.wait()
-            while self._busy():
-                await asyncio.sleep(BUSY_POLL)
-            if not len(self.backlog):  # bound or deleted while we waited
+            await self._decider.ready()
+            if not len(self.backlog):  # bound or deleted meanwhile
                 continue
-            pod = self.backlog.pop()
-            self._deciding, self._abandoned = pod.uid, False
+            batch = self.backlog.pop_oldest(self._decider.batch_size)
+            self._deciding = dict.fromkeys((pod.uid for pod in batch), None)
             try:
-                explanation = await self._evaluate(pod)
+                async for uid, outcome in self._decider.decide(batch):
+                    self._decided(uid, outcome)
+            except Exception:  # e.g. no fork (out of memory or processes): the batch is lost
+                log.exception("shadow decisions of %d pod(s) failed", len(batch))
+                await asyncio.sleep(FAILED_BATCH_PAUSE)
             finally:
-                self._deciding = ""
-            if explanation is not None and not self._abandoned:
-                self._keep(pod, explanation)
-            await asyncio.sleep(0)
+                for bound in self._deciding.values():
+                    if bound is not None:  # its decision failed or never came
+                        self._count_undecided()
+                self._deciding, self._abandoned = {}, set()
 
-    async def _evaluate(self, pod: Pod) -> Explanation | None:
-        try:
-            return await explain_pod(self.scheduler, self.fwk, pod, preemption=False, suggestions=False)
-        except Exception:
-            log.exception("shadow decision failed for pod %s", pod.key)
-            return None
-
-    def _keep(self, pod: Pod, explanation: Explanation) -> None:
-        _put_newest(self.tracked, pod.uid, Decision.of(explanation), self._max_tracked)
-        _put_newest(self._details, pod.uid, explanation, DETAILED)
+    def _decided(self, uid: str, outcome: Outcome) -> None:
+        if uid not in self._deciding:
+            return
+        bound = self._deciding.pop(uid)
+        if uid in self._abandoned:
+            return
+        if bound is not None:
+            self._compare(bound, outcome.decision, outcome.detail)
+            return
+        _put_newest(self.tracked, uid, outcome.decision, self._max_tracked)
+        _put_newest(self._details, uid, outcome.detail, DETAILED)
 
     def forget(self, pod: Pod) -> None:
         """The pod is gone or finished: nothing of it is kept."""
         self.tracked.pop(pod.uid, None)
         self._details.pop(pod.uid, None)
         self.backlog.discard(pod.uid)
-        if pod.uid == self._deciding:
-            self._abandoned = True
+        if pod.uid in self._deciding:
+            self._abandoned.add(pod.uid)
 
     # ------------------------------------------------------------------ comparing
 
     def bound(self, pod: Pod) -> str | None:
-        """The other scheduler bound ``pod``: the result, None when we had not decided it."""
-        waiting = self.backlog.discard(pod.uid) or pod.uid == self._deciding
-        if pod.uid == self._deciding:
-            self._abandoned = True
+        """The other scheduler bound ``pod``: the result, None when we had not decided it (yet:
+        a pod of the batch being decided is compared when its decision arrives)."""
+        waiting = self.backlog.discard(pod.uid)  # a newer version waiting for the next batch
         ours = self.tracked.pop(pod.uid, None)
         detail = self._details.pop(pod.uid, None)
+        if pod.uid in self._deciding:
+            if self._deciding[pod.uid] is None:
+                self._deciding[pod.uid] = pod
+            return None
         if ours is None:
             if waiting:
-                self.undecided.inc()
-                self.undecided_total += 1
+                self._count_undecided()
             return None
+        return self._compare(pod, ours, detail)
+
+    def _count_undecided(self) -> None:
+        self.undecided.inc()
+        self.undecided_total += 1
+
+    def _compare(self, pod: Pod, ours: Decision, detail: Detail | None) -> str:
         node = pod.node_name
         if not ours.chosen:
             result = WOULD_BE_PENDING
@@ -216,6 +231,7 @@ class ShadowMode:
             "undecided": self.undecided_total,
             "pending": len(self.tracked),
             "waiting": len(self.backlog),
+            "deciding": len(self._deciding),
             "dropped": self.backlog.dropped,  # never decided: more than max_tracked were waiting
             "recentDisagreements": list(self.disagreements),
         }
@@ -233,7 +249,7 @@ def _put_newest(kept: OrderedDict[str, V], key: str, value: V, limit: int) -> No
         kept.popitem(last=False)
 
 
-def _disagreement(pod: Pod, result: str, ours: Decision, detail: Explanation | None) -> dict[str, Any]:
+def _disagreement(pod: Pod, result: str, ours: Decision, detail: Detail | None) -> dict[str, Any]:
     """A disagreement as /debug/shadow shows it: with each plugin's scores on our node and on
     theirs when the decision still has its detail."""
     node = pod.node_name
@@ -243,25 +259,8 @@ def _disagreement(pod: Pod, result: str, ours: Decision, detail: Explanation | N
     if detail is None:
         entry["ourVerdictOnBoundNode"] = f"not kept (only the latest {DETAILED} decisions keep it)"
         return entry
-    scores = {row.node: row for row in detail.scores}
-    entry["ourVerdictOnBoundNode"] = _verdict_on(detail, node, ours.best)
-    entry["scores"] = {
-        name: {**scores[name].plugins, "total": scores[name].total}
-        for name in (ours.chosen, node)
-        if name in scores
-    }
+    entry["ourVerdictOnBoundNode"], entry["scores"] = detail.report((ours.chosen, node), ours.best)
     return entry
-
-
-def _verdict_on(ours: Explanation, node: str, best: int) -> str:
-    """What our decision said about the node the other scheduler chose."""
-    for score in ours.scores:
-        if score.node == node:
-            return f"feasible, total score {score.total} (ours: {best})"
-    for verdict in ours.rejected:
-        if verdict.node == node:
-            return f"rejected by {verdict.plugin}: {', '.join(verdict.reasons)}"
-    return "not in our snapshot"
 
 
 class ShadowPodEvents:

@@ -93,7 +93,10 @@ async def test_table_output_reads_well(cluster, capsys, tmp_path):
     lines = text.splitlines()
     assert lines[0] == "Pod default/light (profile pyscheduler), 5 node(s)"
     assert lines[1].startswith("Would be placed on: small-000")
-    assert "Feasible nodes (4), weighted scores:" in lines
+    assert (
+        "Feasible nodes (4), weighted scores normalized over all of them, as a cycle does "
+        "(it finds them all):" in lines
+    )
     assert re.search(r"^NODE +TaintToleration +NodeResourcesFit .* TOTAL$", text, re.M)
     assert re.search(
         r"^gpu-0000 +TaintToleration +UnschedulableAndUnresolvable +node\(s\) had untolerated taint\(s\)$",
@@ -166,9 +169,11 @@ async def test_every_node_is_evaluated_not_only_those_a_cycle_looks_for(capsys, 
         )
     assert code == 0
     assert len(answer["scores"]) == 150 and answer["rejected"] == []
+    assert len(answer["cycle"]["scores"]) == 100 and answer["cycle"]["numFeasibleNodesToFind"] == 100
     assert answer["notes"] == [
-        "a cycle stops at 100 feasible nodes (percentageOfNodesToScore) and normalizes the scores over "
-        "those; here all 150 are scored"
+        "a cycle stops at 100 feasible nodes (percentageOfNodesToScore), searching from position 0 of the "
+        "node order, and normalizes the scores over those, so they can differ from the scores over all "
+        "150 feasible nodes (both are shown)"
     ]
 
 

@@ -1,9 +1,11 @@
-"""Shadow mode's background decisions, without an API server: they wait while the scheduling loop
-has pods ready, coalesce a pod's updates, stay bounded, and count a pod bound before its turn."""
+"""Shadow mode's background decisions, without an API server: on the loop (with extenders) they
+wait while the scheduling loop has pods ready; either way they coalesce a pod's updates, stay
+bounded, and count a pod bound before its turn."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
@@ -33,11 +35,13 @@ class Loop:
         return self.busy
 
 
-@pytest.fixture
-async def shadow() -> AsyncIterator[tuple[ShadowMode, Loop, CollectorRegistry]]:
-    config = default_config()
+Started = tuple[ShadowMode, Loop, CollectorRegistry]
+
+
+@contextlib.asynccontextmanager
+async def started(forked: bool) -> AsyncIterator[Started]:
     parts = build_scheduler(
-        config,
+        default_config(),
         in_tree_registry(),
         FakeClient(),
         events=DiscardEvents(),
@@ -47,7 +51,8 @@ async def shadow() -> AsyncIterator[tuple[ShadowMode, Loop, CollectorRegistry]]:
     for name in ("n1", "n2"):
         parts.cache.add_node(make_node(name))
     loop, registry = Loop(), CollectorRegistry()
-    mode = ShadowMode(OTHER, parts.scheduler, parts.frameworks["pyscheduler"], registry, busy=loop)
+    fwk = parts.frameworks["pyscheduler"]
+    mode = ShadowMode(OTHER, parts.scheduler, fwk, registry, busy=loop, forked=forked)
     mode.start([])
     task = asyncio.create_task(mode.run())
     yield mode, loop, registry
@@ -56,8 +61,20 @@ async def shadow() -> AsyncIterator[tuple[ShadowMode, Loop, CollectorRegistry]]:
         await task
 
 
-async def test_decisions_wait_while_the_scheduling_loop_has_pods_ready(shadow):
-    mode, loop, _ = shadow
+@pytest.fixture(params=[True, False], ids=["forked", "on-the-loop"])
+async def shadow(request: pytest.FixtureRequest) -> AsyncIterator[Started]:
+    async with started(request.param) as running:
+        yield running
+
+
+@pytest.fixture
+async def on_the_loop() -> AsyncIterator[Started]:
+    async with started(forked=False) as running:
+        yield running
+
+
+async def test_decisions_on_the_loop_wait_while_the_scheduling_loop_has_pods_ready(on_the_loop):
+    mode, loop, _ = on_the_loop
     loop.busy = True
     pod = make_pod("p", scheduler_name=OTHER, requests={"cpu": "1"})
     mode.decide(pod)
