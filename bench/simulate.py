@@ -26,9 +26,9 @@ import yaml
 
 from scheduler.app import SchedulerApp
 from scheduler.config import default_config
+from scheduler.simulate import manifests
 from scheduler.simulate.engine import Simulation
 from scheduler.simulate.snapshot import FORMAT_VERSION, KIND, read_snapshot
-from scheduler.simulate.workloads import load_manifests
 
 CAPACITY_COPIES = 200  # capacity mode's cost per copy, on the same snapshot
 
@@ -108,7 +108,7 @@ async def parts(snapshot_path: Path, add_path: Path) -> dict[str, float]:
     start = time.perf_counter()
     objects = read_snapshot(snapshot_path)
     times["read the snapshot file"] = time.perf_counter() - start
-    workloads = load_manifests(add_path, "pyscheduler")
+    workloads = manifests.load(str(add_path), "pyscheduler").workloads
     mark = time.perf_counter()
     sim = Simulation(objects, default_config(), app=SchedulerApp, timeout=300)
     await sim.sim.start()
