@@ -122,7 +122,7 @@ def _setup(args: argparse.Namespace) -> SchedulerSetup:
         features = FeatureGates.parse(args.feature_gates)
         sources = load_registry(args.plugins)
         plugin_args = declared_args(sources)
-        config = load_config(path, plugin_args) if path else default_config(plugin_args)
+        config = load_config(path, plugin_args, features) if path else default_config(plugin_args, features)
         registry = factories(sources)
         check_profiles(config, registry, features)
     except (FeatureGateError, PluginLoadError, ConfigError, FrameworkError) as exc:

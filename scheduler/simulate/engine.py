@@ -74,6 +74,7 @@ class Placement:
     pod: str  # namespace/name
     source: str  # the manifest it came from: "Deployment default/web"
     node: str
+    devices: tuple[str, ...] = ()  # what its ResourceClaims were allocated: "driver/pool/device"
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,10 +320,10 @@ class Simulation:
         self.outcome.before = self.usage()
         self._disruption = DisruptionController(self.sim.api)  # PDB status, which eviction reads
         for entry in list(self.sim.store.entries("poddisruptionbudgets")):
-            meta = entry.obj["metadata"]  # recomputed from the pods as loaded
-            self.sim.api.update(
-                BY_STORE_NAME["poddisruptionbudgets"], meta["namespace"], meta["name"], entry.obj
-            )
+            meta = entry.obj["metadata"]  # marked stale: the controller recomputes it from the pods
+            stale = {**entry.obj, "status": {"observedGeneration": -1}}
+            pdbs = BY_STORE_NAME["poddisruptionbudgets"]
+            self.sim.api.update(pdbs, meta["namespace"], meta["name"], stale, "status")
         for applied in self._applied:
             await self._apply(applied)
             self.outcome.applied.append(applied.source)
@@ -412,7 +413,9 @@ class Simulation:
             if pod is None:
                 self.outcome.pending.append(Pending(key, source, "Deleted", "deleted during the simulation"))
             elif pod["spec"].get("nodeName"):
-                self.outcome.placements.append(Placement(key, source, pod["spec"]["nodeName"]))
+                self.outcome.placements.append(
+                    Placement(key, source, pod["spec"]["nodeName"], self._devices(pod))
+                )
             else:
                 pending = self._pending(pod, source)
                 if pending.reason == "Unschedulable":
@@ -421,13 +424,28 @@ class Simulation:
                     pending = dataclasses.replace(pending, suggestions=suggested[source])
                 self.outcome.pending.append(pending)
 
+    def _devices(self, pod: Obj) -> tuple[str, ...]:
+        """The devices allocated to the pod's claims (its own from templates, or shared ones)."""
+        names = [
+            c.get("resourceClaimName") for c in (pod.get("status") or {}).get("resourceClaimStatuses") or ()
+        ]
+        names += [c.get("resourceClaimName") for c in pod["spec"].get("resourceClaims") or ()]
+        devices: list[str] = []
+        for name in dict.fromkeys(n for n in names if n):
+            claim = self.sim.store.get("resourceclaims", pod["metadata"]["namespace"], name) or {}
+            allocation = (claim.get("status") or {}).get("allocation") or {}
+            for result in (allocation.get("devices") or {}).get("results") or ():
+                devices.append(f"{result.get('driver')}/{result.get('pool')}/{result.get('device')}")
+        return tuple(devices)
+
     def _refresh(self) -> Outcome:
         """The parts of the outcome read off the cluster as it is now."""
         now = {key_of(e.obj) for e in self.sim.store.entries("pods")}
         evicted = {e.pod for e in self.outcome.evictions if e.result != "blocked"}
         self.outcome.preempted = sorted(self._snapshot_pods - now - evicted)
         self.outcome.also_placed = []
-        for key in sorted(self._snapshot_pending):
+        placed = {p.pod for p in self.outcome.placements}  # --fit reports the ones it placed
+        for key in sorted(self._snapshot_pending - placed):
             entry = self.sim.store.entry("pods", *key.split("/", 1))
             if entry is not None and entry.obj["spec"].get("nodeName"):
                 self.outcome.also_placed.append(Placement(key, "snapshot", entry.obj["spec"]["nodeName"]))

@@ -11,7 +11,10 @@ from scheduler.simulate.fit import Fit
 def to_json(outcome: Outcome) -> dict[str, Any]:
     """The JSON form; the HTML report renders the same document."""
     doc: dict[str, Any] = {
-        "placements": [{"pod": p.pod, "source": p.source, "node": p.node} for p in outcome.placements],
+        "placements": [
+            {"pod": p.pod, "source": p.source, "node": p.node, "devices": list(p.devices)}
+            for p in outcome.placements
+        ],
         "pending": [
             {
                 "pod": p.pod,
@@ -163,7 +166,9 @@ def to_text(outcome: Outcome, max_nodes: int = 50) -> str:
     if outcome.placements:
         width = max(len(p.pod) for p in outcome.placements)
         lines.append(f"{'POD':<{width}}  NODE                          FROM")
-        lines += [f"{p.pod:<{width}}  {p.node:<28}  {p.source}" for p in outcome.placements]
+        for placed in outcome.placements:
+            devices = f"  devices: {', '.join(placed.devices)}" if placed.devices else ""
+            lines.append(f"{placed.pod:<{width}}  {placed.node:<28}  {placed.source}{devices}")
     total = len(outcome.placements) + len(outcome.pending)
     lines.append(f"{len(outcome.placements)} of {total} added pods scheduled, {len(outcome.pending)} pending")
     for p in outcome.pending:
