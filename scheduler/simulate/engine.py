@@ -523,9 +523,10 @@ class Simulation:
             self.sim.api.update(BY_STORE_NAME["nodes"], None, node["metadata"]["name"], body)
             self.outcome.drained.append(node["metadata"]["name"])
         replacements: list[tuple[str, str, Obj]] = []
+        on_nodes = node_whatifs.by_node(self._pods(), names)
         for node in nodes:
             name = node["metadata"]["name"]
-            for pod in node_whatifs.on_node(self._pods(), name):
+            for pod in on_nodes[name]:
                 fate = node_whatifs.fate(pod)
                 if fate is Fate.STAYS:
                     continue
@@ -542,9 +543,10 @@ class Simulation:
     async def remove_nodes(self, names: Sequence[str]) -> Outcome:
         """The nodes deleted: their pods go with them, and what controllers own comes back pending."""
         replacements: list[tuple[str, str, Obj]] = []
+        on_nodes = node_whatifs.by_node(self._pods(), names)
         for node in [self.node(name) for name in names]:
             name = node["metadata"]["name"]
-            for pod in node_whatifs.on_node(self._pods(), name):
+            for pod in on_nodes[name]:
                 fate = node_whatifs.fate(pod)
                 await self._delete(pod)
                 if fate is Fate.STAYS:
@@ -588,12 +590,14 @@ class Simulation:
         taken = {e.obj["metadata"]["name"] for e in self.sim.store.entries("nodes")}
         names = node_whatifs.new_node_names(template["metadata"]["name"], result.bound, taken, "fit")
 
+        base = self._counts()
+
         async def trial(count: int) -> int:
-            left = await self._try(template, names[:count], copies)
-            await self._undo(names[:count], copies)
+            left = await self._try(template, names[:count], copies, base)
+            await self._undo(names[:count], copies, base)
             return left
 
-        await self._until_cache_agrees()
+        await self._until_cache_agrees(base)
         result.nodes = await smallest(trial, result.bound, result.tried)
         kept = names[: result.nodes or 0]
         moved = {key_of(body) for _, _, body in copies}
@@ -601,7 +605,7 @@ class Simulation:
         for name in kept:
             await self._create("--fit", "nodes", node_whatifs.new_node(template, name))
             self.outcome.nodes_added.append(name)
-        await self._until_cache_agrees()
+        await self._until_cache_agrees((base[0] + len(kept), base[1]))
         await self._place(copies)
         if result.nodes is None:
             left = next((p for p in self.outcome.pending if p.pod in moved), None)
@@ -610,11 +614,17 @@ class Simulation:
         self._refresh()
         return result
 
-    async def _try(self, template: Obj, names: Sequence[str], copies: Sequence[tuple[str, str, Obj]]) -> int:
+    async def _try(
+        self,
+        template: Obj,
+        names: Sequence[str],
+        copies: Sequence[tuple[str, str, Obj]],
+        base: tuple[int, int],
+    ) -> int:
         """Add the nodes and the copies; how many copies are left pending."""
         for name in names:
             await self._create("--fit", "nodes", node_whatifs.new_node(template, name))
-        await self._until_cache_agrees()
+        await self._until_cache_agrees((base[0] + len(names), base[1]))
         tracker = _Tracker(final_on_nomination=True)
         self.sim.store.listeners.append(tracker.on_event)
         try:
@@ -630,28 +640,39 @@ class Simulation:
             if not (self.sim.store.get("pods", *key.split("/", 1)) or {}).get("spec", {}).get("nodeName")
         )
 
-    async def _undo(self, names: Sequence[str], copies: Sequence[tuple[str, str, Obj]]) -> None:
+    async def _undo(
+        self, names: Sequence[str], copies: Sequence[tuple[str, str, Obj]], base: tuple[int, int]
+    ) -> None:
         for _, _, body in copies:
             await self._delete(body)
         for name in names:
             self.sim.api.delete(BY_STORE_NAME["nodes"], None, name, {})
-        await self._until_cache_agrees()
+        await self._until_cache_agrees(base)
 
-    async def _until_cache_agrees(self) -> None:
-        """Until the scheduler's cache holds the nodes and bound pods the cluster holds, so the
-        next run starts from what the last one left (polled: the informers' streams are apart)."""
+    def _counts(self) -> tuple[int, int]:
+        """The cluster's nodes and bound, unfinished pods."""
+        nodes = sum(1 for _ in self.sim.store.entries("nodes"))
+        bound = sum(
+            1
+            for pod in self._pods()
+            if pod["spec"].get("nodeName") and (pod.get("status") or {}).get("phase") not in FINISHED
+        )
+        return nodes, bound
+
+    async def _until_cache_agrees(self, counts: tuple[int, int]) -> None:
+        """Until the scheduler's cache holds as many nodes and bound pods as ``counts`` (what the
+        cluster holds), so the next run starts from what the last one left (polled: the
+        informers' streams are apart)."""
         assert self._app is not None and self._app.scheduler is not None
         cache = self._app.scheduler.cache
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout
         while True:
-            nodes = sum(1 for _ in self.sim.store.entries("nodes"))
-            bound = sum(
-                1
-                for pod in self._pods()
-                if pod["spec"].get("nodeName") and (pod.get("status") or {}).get("phase") not in FINISHED
-            )
-            if cache.node_count() == nodes and cache.pod_count() == bound and cache.assumed_count() == 0:
+            if (
+                cache.node_count() == counts[0]
+                and cache.pod_count() == counts[1]
+                and cache.assumed_count() == 0
+            ):
                 return
             self._check_running()
             if loop.time() > deadline:

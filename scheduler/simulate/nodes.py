@@ -12,6 +12,7 @@ would make them. A pod no controller owns is gone.
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 from enum import Enum
 from typing import Any
 
@@ -97,15 +98,16 @@ def fate(pod: Obj) -> Fate:
     return Fate.REPLACED if owner is not None else Fate.GONE
 
 
-def on_node(pods: list[Obj], node: str) -> list[Obj]:
-    """The unfinished pods bound to ``node``, by namespace/name."""
-    found = [
-        p
-        for p in pods
-        if (p.get("spec") or {}).get("nodeName") == node
-        and (p.get("status") or {}).get("phase") not in FINISHED
-    ]
-    return sorted(found, key=lambda p: (p["metadata"].get("namespace", ""), p["metadata"]["name"]))
+def by_node(pods: Iterable[Obj], nodes: Iterable[str]) -> dict[str, list[Obj]]:
+    """The unfinished pods bound to each of ``nodes``, by namespace/name."""
+    found: dict[str, list[Obj]] = {name: [] for name in nodes}
+    for pod in pods:
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node in found and (pod.get("status") or {}).get("phase") not in FINISHED:
+            found[node].append(pod)
+    for listed in found.values():
+        listed.sort(key=lambda p: (p["metadata"].get("namespace", ""), p["metadata"]["name"]))
+    return found
 
 
 def replacement(pod: Obj) -> Obj:
