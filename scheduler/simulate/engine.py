@@ -38,7 +38,7 @@ from scheduler.runtime import Framework
 from scheduler.schedule_one import Scheduler
 from scheduler.serving.options import ServingOptions
 from scheduler.simulate import nodes as node_whatifs
-from scheduler.simulate.fit import Fit, smallest
+from scheduler.simulate.fit import Fit, resource_guess, smallest
 from scheduler.simulate.manifests import Applied
 from scheduler.simulate.nodes import Fate
 from scheduler.simulate.workloads import ManifestError, Workload, suffix
@@ -598,7 +598,7 @@ class Simulation:
             return left
 
         await self._until_cache_agrees(base)
-        result.nodes = await smallest(trial, result.bound, result.tried)
+        result.nodes = await smallest(trial, result.bound, result.tried, self._guess(template, waiting))
         kept = names[: result.nodes or 0]
         moved = {key_of(body) for _, _, body in copies}
         self.outcome.pending = [p for p in self.outcome.pending if p.pod not in moved]
@@ -613,6 +613,18 @@ class Simulation:
         self.outcome.fit = result
         self._refresh()
         return result
+
+    def _guess(self, template: Obj, pods: Sequence[Obj]) -> int:
+        """Where --fit's search starts: how many template nodes the pods' requests fill."""
+        status = template.get("status") or {}
+        try:
+            offered = Resource.from_list(status.get("allocatable") or status.get("capacity"))
+            wanted = [pod_resources(p["spec"], p.get("status")).requests for p in pods]
+        except (QuantityError, TypeError, AttributeError):
+            return 1  # the search still finds the count, from 1
+        names = ("cpu", "memory", "ephemeral-storage", *offered.scalar)
+        requests = [{name: r.get(name) for name in names} | {"pods": 1} for r in wanted]
+        return resource_guess(requests, {name: offered.get(name) for name in (*names, "pods")})
 
     async def _try(
         self,

@@ -1,10 +1,13 @@
 """`--fit`: the smallest number of template nodes to add so that every pending pod is placed.
 
-Each count is tried on the simulated cluster by the real scheduler (`Simulation.try_nodes`);
-the search assumes more nodes never place fewer pods: counts double from 1 until one places
-everything, then a binary search between the last failure and that success. It stops at
-``bound`` nodes (one new node per pending pod, or ``--fit-max``): if that many do not help, no
-count does, and the answer is "cannot fit" with the reason of a pod left pending.
+Each count is tried on the simulated cluster by the real scheduler (`Simulation.fit`); the
+search assumes more nodes never place fewer pods. It starts from a guess (what the pending pods
+request over what one template node offers, `resource_guess`), then gallops: up from a guess
+that fails (doubling the step), down from one that passes, and a binary search between the
+last failure and the least success; a good guess costs two runs. Zero nodes fail by
+definition (the pods are pending). It stops at ``bound`` nodes (one new node per pending pod, or
+``--fit-max``): if that many do not help, no count does, and the answer is "cannot fit" with
+the reason of a pod left pending.
 """
 
 from __future__ import annotations
@@ -28,21 +31,32 @@ class Fit:
 Trial = Callable[[int], Awaitable[int]]  # nodes to add -> pods left pending
 
 
-async def smallest(trial: Trial, bound: int, tried: dict[int, int]) -> int | None:
-    """The least count in 0..bound for which ``trial`` leaves nothing pending (None if none)."""
+async def smallest(trial: Trial, bound: int, tried: dict[int, int], guess: int = 1) -> int | None:
+    """The least count in 1..bound for which ``trial`` leaves nothing pending (None if none);
+    0 is known to fail. ``tried`` records each count run and what it left pending."""
 
     async def passes(count: int) -> bool:
         if count not in tried:
             tried[count] = await trial(count)
         return tried[count] == 0
 
-    if await passes(0):
-        return 0
-    failed, count = 0, 1
-    while not await passes(count):
-        if count >= bound:
-            return None
-        failed, count = count, min(2 * count, bound)
+    if bound < 1:
+        return None
+    count = min(max(guess, 1), bound)
+    failed, step = 0, 1
+    if await passes(count):
+        while count - step > failed and await passes(count - step):
+            count, step = count - step, step * 2
+        failed = max(failed, count - step)
+    else:
+        while True:
+            failed = count
+            if count >= bound:
+                return None
+            count = min(count + step, bound)
+            step *= 2
+            if await passes(count):
+                break
     while count - failed > 1:  # failed fails, count passes
         middle = (failed + count) // 2
         if await passes(middle):
@@ -50,3 +64,13 @@ async def smallest(trial: Trial, bound: int, tried: dict[int, int]) -> int | Non
         else:
             failed = middle
     return count
+
+
+def resource_guess(requests: list[dict[str, int]], allocatable: dict[str, int]) -> int:
+    """How many nodes of ``allocatable`` the summed ``requests`` fill (at least 1)."""
+    needed = 1
+    for name, offered in allocatable.items():
+        total = sum(r.get(name, 0) for r in requests)
+        if offered > 0 and total > 0:
+            needed = max(needed, -(-total // offered))
+    return needed
