@@ -58,7 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="PATH",
         help="manifests to add: a YAML/JSON file, a directory of them, or - for stdin; repeatable. "
-        "Workloads (Pod, Deployment, ReplicaSet, StatefulSet, Job, CronJob) become their pods; "
+        "Workloads (Pod, Deployment, ReplicaSet, StatefulSet, Job, CronJob, DaemonSet) become their pods; "
         "Services, PDBs, PriorityClasses, PodGroups, Workloads, claims, volumes, namespaces, "
         "DRA slices and classes, CRDs are applied; anything else is listed as ignored",
     )
@@ -230,7 +230,7 @@ async def run(args: argparse.Namespace) -> Outcome:
         drained = list(args.drain) + (sim.nodes_matching(args.drain_selector) if args.drain_selector else [])
         if drained:
             await sim.drain(list(dict.fromkeys(drained)))
-        outcome = await sim.add(found.workloads)
+        outcome = await sim.add(found.workloads + sim.daemon_sets(found.daemonsets, scheduler_name))
         if args.fit and template is not None:
             await sim.fit(template, args.fit_max)
         if pod is not None:

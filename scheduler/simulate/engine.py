@@ -38,6 +38,7 @@ from scheduler.runtime import Framework
 from scheduler.schedule_one import Scheduler
 from scheduler.serving.options import ServingOptions
 from scheduler.simulate import nodes as node_whatifs
+from scheduler.simulate.daemonsets import daemon_pods
 from scheduler.simulate.fit import Fit, resource_guess, smallest
 from scheduler.simulate.manifests import Applied
 from scheduler.simulate.nodes import Fate
@@ -390,6 +391,11 @@ class Simulation:
         """Create the workloads' objects and wait until each of their pods is decided."""
         await self._place([(w.source, resource, obj) for w in workloads for resource, obj in w.objects])
         return self._refresh()
+
+    def daemon_sets(self, daemonsets: Sequence[tuple[Obj, str]], scheduler_name: str) -> list[Workload]:
+        """Each DaemonSet with a pod for every node of the cluster as it is now that it runs on."""
+        nodes = [entry.obj for entry in self.sim.store.entries("nodes")]
+        return [daemon_pods(obj, nodes, where, scheduler_name) for obj, where in daemonsets]
 
     async def _place(self, items: Sequence[tuple[str, str, Obj]]) -> None:
         """Create (source, store name, object) in order, wait for the pods' decisions, report them."""

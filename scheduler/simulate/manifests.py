@@ -1,7 +1,8 @@
 """`--add`: a manifest stream as a user has it (files, directories, ``-`` for stdin), sorted into
 what the simulation does with each object.
 
-Workload kinds become the objects their controllers would make (`workloads.expand`); the kinds
+Workload kinds become the objects their controllers would make (`workloads.expand`; a DaemonSet
+once the nodes are known, `daemonsets`); the kinds
 the scheduler (or the API server's admission for it) reads are applied to the simulated cluster
 as they are; anything else (ConfigMaps, Secrets, RBAC, HorizontalPodAutoscalers, ...) is listed
 once as ignored. Kinds are matched by API group and kind, so another group's ``PodGroup`` is
@@ -61,11 +62,14 @@ class Manifests:
 
     applied: list[Applied] = field(default_factory=list)
     workloads: list[Workload] = field(default_factory=list)
+    # expanded once the nodes are known (`daemonsets.daemon_pods`): (manifest, where)
+    daemonsets: list[tuple[Obj, str]] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)  # "ConfigMap default/settings"
 
     def extend(self, other: Manifests) -> None:
         self.applied += other.applied
         self.workloads += other.workloads
+        self.daemonsets += other.daemonsets
         self.ignored += other.ignored
 
     def in_order(self) -> list[Applied]:
@@ -125,6 +129,8 @@ def sort(items: Iterable[Any], where: str, scheduler_name: str) -> Manifests:
         resource = APPLIED.get((group_of(item), kind))
         if kind in SUPPORTED:
             found.workloads.append(expand(item, at, scheduler_name))
+        elif kind == "DaemonSet" and group_of(item) == "apps":
+            found.daemonsets.append((item, at))
         elif resource is not None:
             found.applied.append(Applied(resource, item, f"{_label(item)} ({where})"))
         else:

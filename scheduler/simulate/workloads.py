@@ -75,7 +75,7 @@ def expand(obj: Any, where: str, scheduler_name: str) -> Workload:
         workload.objects.append(("pods", body))
         return workload
     spec = body["spec"]
-    template = _template(spec, where, f"{kind} {name}")
+    template = template_of(spec, where, f"{kind} {name}")
     replicas = _count(spec, "parallelism" if kind == "Job" else "replicas", where, f"{kind} {name}")
     if kind == "Job" and spec.get("completions") is not None:
         replicas = min(replicas, _count(spec, "completions", where, f"Job {name}"))
@@ -131,7 +131,7 @@ def _replicaset_of(deployment: Obj, template: Obj, replicas: int) -> Obj:
             "name": f"{meta['name']}-{digest}",
             "namespace": meta["namespace"],
             "labels": labels,
-            "ownerReferences": [_owner(deployment, "")],
+            "ownerReferences": [owner_reference(deployment)],
         },
         "spec": {
             "replicas": replicas,
@@ -153,7 +153,7 @@ def _replica(owner: Obj, template: Obj, index: int, where: str, scheduler_name: 
     else:
         pod_name = f"{name}-{suffix(f'{name}/{index}')}"
     meta = copy.deepcopy(template.get("metadata") or {})
-    meta.update(name=pod_name, namespace=namespace, ownerReferences=[_owner(owner, "")])
+    meta.update(name=pod_name, namespace=namespace, ownerReferences=[owner_reference(owner)])
     pod_spec = copy.deepcopy(template.get("spec") or {})
     labels = meta.setdefault("labels", {})
     objects: list[tuple[str, Obj]] = []
@@ -181,8 +181,9 @@ def _default_scheduler(spec: Obj, scheduler_name: str) -> None:
         spec["schedulerName"] = scheduler_name
 
 
-def _template(spec: Obj, where: str, what: str) -> Obj:
-    template = spec.get("template")
+def template_of(spec: Any, where: str, what: str) -> Obj:
+    """A workload's pod template, checked to hold a spec."""
+    template = spec.get("template") if isinstance(spec, dict) else None
     if not isinstance(template, dict) or not isinstance(template.get("spec"), dict):
         raise ManifestError(f"{where}: {what}: spec.template.spec is required")
     return template
@@ -201,12 +202,13 @@ def _count(spec: Obj, key: str, where: str, what: str) -> int:
     return value
 
 
-def _owner(owner: Obj, uid: str) -> Obj:
+def owner_reference(owner: Obj) -> Obj:
+    """The controller reference to ``owner``; the uid is filled in once it is created."""
     return {
         "apiVersion": owner.get("apiVersion") or "apps/v1",
         "kind": owner["kind"],
         "name": owner["metadata"]["name"],
-        "uid": uid,
+        "uid": "",
         "controller": True,
         "blockOwnerDeletion": True,
     }

@@ -216,3 +216,38 @@ async def test_a_snapshot_holds_every_kind_the_scheduler_watches(tmp_path: Path)
     assert skipped == []
     expected = {"nodes", "pods", "priorityclasses", "resourceclaimtemplates", "podgroups", "workloads"}
     assert expected | set(PLUGIN_RESOURCES) <= set(snapshot["objects"])
+
+
+def test_a_daemonset_gets_a_pod_on_each_node_it_runs_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Not where its node selector does not select, nor on an untolerated taint; a cordoned
+    node still runs it (the controller tolerates the cordon)."""
+    nodes = [
+        node_dict("plain", labels={"role": "worker"}),
+        node_dict("cordoned", labels={"role": "worker"}, unschedulable=True),
+        node_dict("tainted", labels={"role": "worker"}, taints=[("gpu", "yes", "NoSchedule")]),
+        node_dict("control", labels={"role": "control"}),
+    ]
+    daemonset = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "agent", "namespace": "kube-system"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "agent"}},
+            "template": {
+                "metadata": {"labels": {"app": "agent"}},
+                "spec": {
+                    "nodeSelector": {"role": "worker"},
+                    "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "100m"}}}],
+                },
+            },
+        },
+    }
+    (tmp_path / "ds.yaml").write_text(yaml.safe_dump(daemonset))
+    snapshot = snapshot_file(tmp_path, {"nodes": nodes})
+    code, report, err = simulate(capsys, "--snapshot", str(snapshot), "--add", str(tmp_path / "ds.yaml"))
+    assert code == 0, err
+    assert sorted(p["node"] for p in report["placements"]) == ["cordoned", "plain"]
+    assert {p["source"] for p in report["placements"]} == {"DaemonSet kube-system/agent"}
+    assert report["pending"] == [] and report["ignored"] == []
