@@ -94,3 +94,62 @@ def test_a_dra_pod_gets_a_device_and_the_report_names_it(
     assert devices == [f"{DRIVER}/n-1/gpu-0", f"{DRIVER}/n-1/gpu-1"]
     (pending,) = report["pending"]
     assert pending["pod"] == "default/infer-c" and "cannot allocate all claims" in pending["message"]
+
+
+COSCHEDULING = {
+    "apiVersion": "kubescheduler.config.k8s.io/v1",
+    "kind": "KubeSchedulerConfiguration",
+    "profiles": [
+        {
+            "schedulerName": "pyscheduler",
+            "plugins": {
+                "multiPoint": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "PrioritySort"}]}
+            },
+        }
+    ],
+}
+CRD = (
+    Path(__file__).resolve().parents[2]
+    / "helm"
+    / "pyscheduler"
+    / "crds"
+    / "scheduling.x-k8s.io_podgroups.yaml"
+)
+
+
+def test_a_coscheduling_gang_with_its_crd_in_the_stream(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """scheduler-plugins' PodGroup, its CRD given with the manifests: all or nothing too."""
+    group = {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": "train", "namespace": "default"},
+        "spec": {"minMember": 3},
+    }
+    members = []
+    for index in range(3):
+        member = pod_dict(
+            f"train-{index}", requests={"cpu": "3"}, labels={"scheduling.x-k8s.io/pod-group": "train"}
+        )
+        del member["metadata"]["uid"], member["status"]
+        members.append(member)
+    (tmp_path / "gang.yaml").write_text(CRD.read_text() + "\n---\n" + yaml.safe_dump_all([group, *members]))
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(COSCHEDULING))
+    snapshot = str(snapshot_file(tmp_path, {"nodes": [node_dict(f"n-{i}", cpu="4") for i in range(2)]}))
+    args = [
+        "--snapshot",
+        snapshot,
+        "--config",
+        str(tmp_path / "config.yaml"),
+        "--add",
+        str(tmp_path / "gang.yaml"),
+    ]
+
+    report = simulate(capsys, *args)
+    assert report["placements"] == [] and len(report["pending"]) == 3
+    assert any(
+        a.startswith("CustomResourceDefinition podgroups.scheduling.x-k8s.io") for a in report["applied"]
+    )
+    report = simulate(capsys, *args, "--add-nodes", "1", "--like", "n-0")
+    assert len({p["node"] for p in report["placements"]}) == 3
