@@ -105,7 +105,7 @@ class Eviction:
 
     pod: str
     node: str
-    result: str  # "replaced", "gone", "blocked"
+    result: str  # "replaced", "gone", "blocked"; "removed": a daemon or mirror pod of a removed node
     message: str = ""
 
 
@@ -555,9 +555,8 @@ class Simulation:
             for pod in on_nodes[name]:
                 fate = node_whatifs.fate(pod)
                 await self._delete(pod)
-                if fate is Fate.STAYS:
-                    continue
-                self.outcome.evictions.append(Eviction(key_of(pod), name, fate.value))
+                result = "removed" if fate is Fate.STAYS else fate.value  # a daemon pod goes with its node
+                self.outcome.evictions.append(Eviction(key_of(pod), name, result))
                 if fate is Fate.REPLACED:
                     replacements.append((f"was on removed {name}", "pods", node_whatifs.replacement(pod)))
             self.sim.api.delete(BY_STORE_NAME["nodes"], None, name, {})

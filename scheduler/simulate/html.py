@@ -61,7 +61,8 @@ _SCRIPT = """
   for (const n of data.nodesAdded) said('added-node', 'added node ' + n);
   for (const n of data.nodesRemoved) said('removed-node', 'removed node ' + n);
   for (const n of data.drained) said('drained-node', 'drained node ' + n);
-  const fates = {replaced: 'evicted, its controller makes a new one', gone: 'evicted, nothing recreates it'};
+  const fates = {replaced: 'evicted, its controller makes a new one', gone: 'evicted, nothing recreates it',
+    removed: 'deleted with its node'};
   for (const e of data.evictions) {
     said('eviction ' + e.result, e.pod + ' on ' + e.node + ': ' +
       (fates[e.result] || 'eviction blocked: ' + e.message));

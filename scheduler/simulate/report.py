@@ -160,6 +160,7 @@ def to_text(outcome: Outcome, max_nodes: int = 50) -> str:
         what = {
             "replaced": "evicted, its controller makes a new one",
             "gone": "evicted, nothing recreates it",
+            "removed": "deleted with its node",
         }
         text = what.get(e.result, f"eviction blocked: {e.message}")
         lines.append(f"{e.pod} on {e.node}: {text}")

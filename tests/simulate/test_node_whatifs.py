@@ -119,6 +119,8 @@ def test_a_removed_node_takes_its_pods_and_their_controllers_replace_them(
     usage = {u["node"]: u for u in report["utilization"]}
     assert usage["n-0"]["state"] == "removed" and usage["n-0"]["cpu"]["after"] == 0
     assert [z["nodesAfter"] for z in report["zones"]] == [0, 1, 1]
+    assert report["preempted"] == []  # the agent went with its node
+    assert {e["pod"]: e["result"] for e in report["evictions"]}["default/agent-n-0"] == "removed"
 
 
 def deployment(replicas: int, cpu: str, **spec: Any) -> dict[str, Any]:
