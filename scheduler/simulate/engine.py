@@ -10,6 +10,13 @@ decided when it is bound, or has PodScheduled=False and is not waiting on a pree
 (``status.nominatedNodeName``). Capacity mode adds copies of one pod, one at a time, until one
 is not bound: exactly what scheduling them one after the other does. The copies never preempt
 (``preemptionPolicy: Never``): capacity is what fits beside the pods already there.
+
+The objects `--add` applies as they are (CRDs first) and `--add-nodes`' nodes are in the cluster
+before the scheduler starts. The node what-ifs act on the running simulation: a drain cordons
+and evicts through the local endpoint's eviction API, with a disruption controller keeping PDB
+status; a removal deletes; either way the pods controllers own come back pending and are
+placed (`nodes`). `--fit` tries node counts (`fit`) with the same scheduler, undoing each try
+and waiting until the scheduler's cache has seen it undone before the next.
 """
 
 from __future__ import annotations
