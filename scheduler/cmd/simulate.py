@@ -32,7 +32,7 @@ from scheduler.policy import check_profiles, watched_kinds
 from scheduler.runtime import FrameworkError
 from scheduler.simulate import html, manifests, report
 from scheduler.simulate.engine import Outcome, Simulation, SimulationError
-from scheduler.simulate.nodes import TemplateError, new_node, new_node_names, node_template
+from scheduler.simulate.nodes import TemplateError, new_node, new_node_names, node_template, slices_like
 from scheduler.simulate.snapshot import SnapshotError, read_cluster, read_snapshot
 from scheduler.simulate.workloads import ManifestError, expand
 
@@ -205,13 +205,13 @@ async def run(args: argparse.Namespace) -> Outcome:
         for name in names:
             if name not in known:
                 raise UsageError(f"{flag} {name}: no such node in the cluster")
-    new_nodes = []
+    new_nodes, new_slices = [], []
     if template is not None and args.add_nodes:
-        taken = {
-            (n.get("metadata") or {}).get("name") for n in objects.get("nodes") or () if isinstance(n, dict)
-        }
-        names = new_node_names(template["metadata"]["name"], args.add_nodes, {str(t) for t in taken})
+        names = new_node_names(template["metadata"]["name"], args.add_nodes, known)
         new_nodes = [new_node(template, name) for name in names]
+        if args.like:  # the node's devices too
+            slices = objects.get("resourceslices") or ()
+            new_slices = [s for name in names for s in slices_like(slices, args.like, name)]
     async with Simulation(
         objects,
         config,
@@ -223,6 +223,7 @@ async def run(args: argparse.Namespace) -> Outcome:
         features=setup.features,
         applied=found.in_order(),
         new_nodes=new_nodes,
+        new_slices=new_slices,
     ) as sim:
         sim.outcome.ignored = sorted(set(found.ignored))
         if args.remove_node:

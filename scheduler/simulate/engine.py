@@ -280,12 +280,14 @@ class Simulation:
         features: FeatureGates = DEFAULT_FEATURES,
         applied: Sequence[Applied] = (),
         new_nodes: Sequence[Obj] = (),
+        new_slices: Sequence[Obj] = (),
     ) -> None:
         """``app`` builds the scheduler (`SchedulerApp`); ``registry``, ``watches`` and
         ``features`` are its parts, as `pyscheduler run` builds them from ``--plugin`` and
         ``--feature-gates`` (default: in-tree plugins, v1.36's gate defaults). ``applied``
-        (manifests applied as they are, in order) and ``new_nodes`` (`--add-nodes`) are in the
-        cluster before the scheduler starts, after the state "before" was measured."""
+        (manifests applied as they are, in order), ``new_nodes`` (`--add-nodes`) and their
+        ``new_slices`` are in the cluster before the scheduler starts, after the state "before"
+        was measured."""
         self._make_app = app
         self.config = copy.deepcopy(config)
         self._registry, self._watches, self._features = registry, watches, features
@@ -298,7 +300,7 @@ class Simulation:
         )
         self.outcome = Outcome()
         self._objects = objects
-        self._applied, self._new_nodes = applied, new_nodes
+        self._applied, self._new_nodes, self._new_slices = applied, new_nodes, new_slices
         self._disruption: DisruptionController | None = None
         self._tmp = tempfile.TemporaryDirectory()
         self._app: RunningScheduler | None = None
@@ -338,6 +340,8 @@ class Simulation:
         for node in self._new_nodes:
             await self._create("--add-nodes", "nodes", node)
             self.outcome.nodes_added.append(node["metadata"]["name"])
+        for slice_ in self._new_slices:
+            await self._create("--add-nodes", "resourceslices", slice_)
         self._note_zones()
         self._snapshot_pods = {key_of(e.obj) for e in self.sim.store.entries("pods")}
         self._snapshot_pending = {

@@ -3,10 +3,11 @@ node's pods do when it is drained or removed.
 
 `--node-template` is a Node manifest; `--like NODE` takes a node of the snapshot. Either way a
 new node keeps the labels (its hostname label renamed), taints and allocatable, and starts
-Ready with nothing on it. Of a drained node's pods, DaemonSet pods stay (their controller
-tolerates the cordon) and mirror pods stay (the kubelet owns them); the others are evicted, and
-those a controller owns come back as new pending pods, as their ReplicaSet, StatefulSet or Job
-would make them. A pod no controller owns is gone.
+Ready with nothing on it; like NODE, `--add-nodes` also copies NODE's own ResourceSlices. Of a
+drained node's pods, DaemonSet pods stay (their controller tolerates the cordon) and mirror pods
+stay (the kubelet owns them); the others are evicted, and those a controller owns come back as
+new pending pods, as their ReplicaSet, StatefulSet or Job would make them. A pod no controller
+owns is gone.
 """
 
 from __future__ import annotations
@@ -59,6 +60,28 @@ def new_node(template: Obj, name: str) -> Obj:
             "nodeInfo": copy.deepcopy(status.get("nodeInfo") or {}),
         },
     }
+
+
+def slices_like(slices: Iterable[Any], like: str, name: str) -> list[Obj]:
+    """Copies of node ``like``'s own ResourceSlices for new node ``name``: its devices, in pools
+    of their own (a pool is named once per driver)."""
+    copies = []
+    for index, found in enumerate(s for s in slices if isinstance(s, dict)):
+        spec: Obj = found["spec"] if isinstance(found.get("spec"), dict) else {}
+        if spec.get("nodeName") != like:
+            continue
+        pool = dict(spec.get("pool") or {})
+        old_pool = str(pool.get("name") or like)
+        pool["name"] = old_pool.replace(like, name) if like in old_pool else f"{old_pool}-{name}"
+        copies.append(
+            {
+                "apiVersion": found.get("apiVersion") or "resource.k8s.io/v1",
+                "kind": "ResourceSlice",
+                "metadata": {"name": f"{name}-slice-{index}"},
+                "spec": {**copy.deepcopy(spec), "nodeName": name, "pool": pool},
+            }
+        )
+    return copies
 
 
 def new_node_names(base: str, count: int, taken: set[str], prefix: str = "new") -> list[str]:

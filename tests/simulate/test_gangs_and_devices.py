@@ -95,6 +95,15 @@ def test_a_dra_pod_gets_a_device_and_the_report_names_it(
     (pending,) = report["pending"]
     assert pending["pod"] == "default/infer-c" and "cannot allocate all claims" in pending["message"]
 
+    # a node like n-1 comes with n-1's devices, in a pool of its own: all three get one
+    args = ["--snapshot", str(snapshot_file(tmp_path, objects)), "--add", str(tmp_path / "infer.yaml")]
+    report = simulate(capsys, *args, "--add-nodes", "1", "--like", "n-1")
+    assert report["pending"] == [] and len(report["placements"]) == 3
+    for placed in report["placements"]:
+        (device_name,) = placed["devices"]
+        assert device_name.startswith(f"{DRIVER}/{placed['node']}/gpu-")
+    assert "n-1-new-1" in {p["node"] for p in report["placements"]}
+
 
 COSCHEDULING = {
     "apiVersion": "kubescheduler.config.k8s.io/v1",
