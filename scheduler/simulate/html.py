@@ -70,7 +70,8 @@ _SCRIPT = """
   if (data.fit) {
     const f = data.fit;
     const tried = Object.entries(f.tried).map(([n, left]) => n + ': ' + left + ' pending').join(', ');
-    said('fit', f.nodes === null
+    const none = 'fit: nothing is pending, no node like ' + f.template + ' is needed';
+    said('fit', !f.pods ? none : f.nodes === null
       ? 'fit: cannot fit the ' + f.pods + ' pending pod(s) with up to ' + f.bound + ' nodes like ' +
         f.template + (f.stillPending ? ' (' + f.stillPending + ')' : '') + '; tried ' + tried
       : 'fit: ' + f.nodes + ' node(s) like ' + f.template + ' place all ' + f.pods +

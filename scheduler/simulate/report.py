@@ -143,8 +143,8 @@ def memory_text(value: int) -> str:
 
 
 def to_text(outcome: Outcome, max_nodes: int = 50) -> str:
-    """Placements, pending pods with their reasons, and utilization of the nodes that changed
-    (every node when the cluster has at most ``max_nodes``)."""
+    """The what-ifs, placements, pending pods with their reasons, cpu per zone, and utilization
+    of the nodes that changed (every node when the cluster has at most ``max_nodes``)."""
     lines: list[str] = []
     for warning in outcome.warnings:
         lines.append(f"warning: {warning}")
@@ -195,6 +195,17 @@ def to_text(outcome: Outcome, max_nodes: int = 50) -> str:
     changed = [
         n for n, u in sorted(after_all.items()) if len(after_all) <= max_nodes or u != outcome.before.get(n)
     ]
+    zones = _zones(outcome)
+    if any(z["zone"] for z in zones):
+        lines.append("")
+        lines.append(f"{'ZONE':<20}  {'NODES':>7}  {'CPU BEFORE':>16}  {'CPU AFTER':>16}")
+        for z in zones:
+            cpu = z["cpu"]
+            lines.append(
+                f"{z['zone'] or '(none)':<20}  {z['nodesBefore']:>3}→{z['nodesAfter']:<3}  "
+                f"{_cell(cpu['before'], cpu['allocatableBefore'], 'cpu'):>16}  "
+                f"{_cell(cpu['after'], cpu['allocatable'], 'cpu'):>16}"
+            )
     if changed:
         lines.append("")
         lines.append(
@@ -214,6 +225,8 @@ def to_text(outcome: Outcome, max_nodes: int = 50) -> str:
 
 
 def _fit_text(fit: Fit) -> str:
+    if not fit.pods:
+        return f"fit: nothing is pending, no node like {fit.template} is needed"
     tried = ", ".join(f"{count}: {left} pending" for count, left in sorted(fit.tried.items()))
     if fit.nodes is None:
         why = f" ({fit.still_pending})" if fit.still_pending else ""

@@ -228,3 +228,21 @@ def test_fit_keeps_the_nodes_it_found_and_says_when_nothing_fits(
     assert report["fit"]["nodes"] is None and report["fit"]["bound"] == 2
     assert "Insufficient cpu" in report["fit"]["stillPending"] and len(report["pending"]) == 2
     assert report["nodesAdded"] == []
+
+
+def test_the_text_report_tells_the_what_ifs_and_the_zones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    snapshot = snapshot_file(tmp_path, drained_cluster())
+    code = main(["simulate", "--snapshot", str(snapshot), "--drain", "n-0", "--fit", "--like", "n-1"])
+    out = capsys.readouterr().out
+    assert code == 0
+    lines = out.splitlines()
+    assert "drained node n-0" in lines
+    assert "default/web-a on n-0: evicted, its controller makes a new one" in lines
+    blocked = "default/web-b on n-0: eviction blocked: The disruption budget web does not allow evicting pods"
+    assert any(line.startswith(blocked) for line in lines)
+    assert "default/lonely on n-0: evicted, nothing recreates it" in lines
+    assert "fit: nothing is pending, no node like n-1 is needed" in lines
+    zones = {line.split()[0]: line.split()[1:] for line in lines if line.startswith("z")}
+    assert zones["z0"] == ["1→1", "2600m", "(65%)", "1100m", "(28%)"]
