@@ -30,10 +30,11 @@ from scheduler.framework import PluginFactory
 from scheduler.plugins.loading import PluginLoadError, declared_args, factories, load_registry
 from scheduler.policy import check_profiles, watched_kinds
 from scheduler.runtime import FrameworkError
-from scheduler.simulate import html, report
+from scheduler.simulate import html, manifests, report
 from scheduler.simulate.engine import Outcome, Simulation, SimulationError
+from scheduler.simulate.nodes import TemplateError, new_node, new_node_names, node_template, slices_like
 from scheduler.simulate.snapshot import SnapshotError, read_cluster, read_snapshot
-from scheduler.simulate.workloads import ManifestError, Workload, expand, load_manifests
+from scheduler.simulate.workloads import ManifestError, expand
 
 
 class UsageError(Exception):
@@ -55,8 +56,43 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--add",
         action="append",
         default=[],
-        metavar="FILE",
-        help="YAML of Pods, Deployments, ReplicaSets, StatefulSets, Jobs to add; repeatable",
+        metavar="PATH",
+        help="manifests to add: a YAML/JSON file, a directory of them, or - for stdin; repeatable. "
+        "Workloads (Pod, Deployment, ReplicaSet, StatefulSet, Job, CronJob, DaemonSet) become their pods; "
+        "Services, PDBs, PriorityClasses, PodGroups, Workloads, claims, volumes, namespaces, "
+        "DRA slices and classes, CRDs are applied; anything else is listed as ignored",
+    )
+    parser.add_argument(
+        "--drain",
+        action="append",
+        default=[],
+        metavar="NODE",
+        help="cordon NODE and evict its pods; repeatable",
+    )
+    parser.add_argument(
+        "--drain-selector", metavar="SELECTOR", help="drain every node this label selector selects"
+    )
+    parser.add_argument(
+        "--remove-node",
+        action="append",
+        default=[],
+        metavar="NODE",
+        help="delete NODE and its pods; repeatable",
+    )
+    parser.add_argument("--add-nodes", type=int, default=0, metavar="N", help="add N nodes like the template")
+    template = parser.add_mutually_exclusive_group()
+    template.add_argument("--node-template", metavar="FILE", help="a Node manifest new nodes copy")
+    template.add_argument("--like", metavar="NODE", help="new nodes copy this node of the cluster")
+    parser.add_argument(
+        "--fit",
+        action="store_true",
+        help="the fewest nodes like the template that place every pending pod (kept in the report)",
+    )
+    parser.add_argument(
+        "--fit-max",
+        type=int,
+        metavar="N",
+        help="with --fit: try at most N nodes (default: one per pending pod)",
     )
     parser.add_argument("--capacity", metavar="FILE", help="a Pod: how many more copies of it fit")
     parser.add_argument(
@@ -86,7 +122,7 @@ def _setup(args: argparse.Namespace) -> SchedulerSetup:
         features = FeatureGates.parse(args.feature_gates)
         sources = load_registry(args.plugins)
         plugin_args = declared_args(sources)
-        config = load_config(path, plugin_args) if path else default_config(plugin_args)
+        config = load_config(path, plugin_args, features) if path else default_config(plugin_args, features)
         registry = factories(sources)
         check_profiles(config, registry, features)
     except (FeatureGateError, PluginLoadError, ConfigError, FrameworkError) as exc:
@@ -106,17 +142,51 @@ def _capacity_pod(path: str, scheduler_name: str) -> dict[str, Any]:
     return expand(docs[0], f"--capacity {path}", scheduler_name).pods[0]
 
 
+def _template(args: argparse.Namespace, objects: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The node new ones copy: --node-template's file or --like's node; None without either."""
+    if args.node_template:
+        try:
+            docs = manifests.documents(Path(args.node_template).read_text(), args.node_template)
+        except OSError as exc:
+            raise UsageError(f"--node-template {args.node_template}: {exc.strerror or exc}") from exc
+        if len(docs) != 1:
+            raise UsageError(f"--node-template {args.node_template}: exactly one Node expected")
+        return node_template(docs[0], f"--node-template {args.node_template}")
+    if args.like:
+        for node in objects.get("nodes") or ():
+            if isinstance(node, dict) and (node.get("metadata") or {}).get("name") == args.like:
+                return node_template(node, f"--like {args.like}")
+        raise UsageError(f"--like {args.like}: no such node in the cluster")
+    return None
+
+
+def _check_flags(args: argparse.Namespace) -> None:
+    if args.capacity_limit < 1:
+        raise UsageError("--capacity-limit: at least 1")
+    if args.kubeconfig and not args.from_cluster:
+        raise UsageError("--kubeconfig: only with --from-cluster (a snapshot file needs no cluster)")
+    if args.add_nodes < 0:
+        raise UsageError("--add-nodes: not negative")
+    if (args.add_nodes or args.fit) and not (args.node_template or args.like):
+        raise UsageError(
+            f"{'--fit' if args.fit else '--add-nodes'}: needs --node-template FILE or --like NODE"
+        )
+    if args.fit_max is not None and (args.fit_max < 1 or not args.fit):
+        raise UsageError("--fit-max: at least 1, with --fit")
+    if args.add.count("-") > 1:
+        raise UsageError("--add -: stdin can be read once")
+
+
 async def run(args: argparse.Namespace) -> Outcome:
     """Parse everything first (exit 2 before any work), then simulate."""
     setup = _setup(args)
     config = setup.config
     scheduler_name = config.profiles[0].scheduler_name
-    workloads: list[Workload] = [w for path in args.add for w in load_manifests(path, scheduler_name)]
+    _check_flags(args)
+    found = manifests.Manifests()
+    for path in args.add:
+        found.extend(manifests.load(path, scheduler_name))
     pod = _capacity_pod(args.capacity, scheduler_name) if args.capacity else None
-    if args.capacity_limit < 1:
-        raise UsageError("--capacity-limit: at least 1")
-    if args.kubeconfig and not args.from_cluster:
-        raise UsageError("--kubeconfig: only with --from-cluster (a snapshot file needs no cluster)")
     if args.snapshot:
         objects = read_snapshot(args.snapshot)
     else:
@@ -127,6 +197,21 @@ async def run(args: argparse.Namespace) -> Outcome:
         for line in skipped:
             print(f"simulate: {line}", file=sys.stderr)
         objects = snapshot["objects"]
+    template = _template(args, objects)
+    known = {
+        str((n.get("metadata") or {}).get("name")) for n in objects.get("nodes") or () if isinstance(n, dict)
+    }
+    for flag, names in (("--drain", args.drain), ("--remove-node", args.remove_node)):
+        for name in names:
+            if name not in known:
+                raise UsageError(f"{flag} {name}: no such node in the cluster")
+    new_nodes, new_slices = [], []
+    if template is not None and args.add_nodes:
+        names = new_node_names(template["metadata"]["name"], args.add_nodes, known)
+        new_nodes = [new_node(template, name) for name in names]
+        if args.like:  # the node's devices too
+            slices = objects.get("resourceslices") or ()
+            new_slices = [s for name in names for s in slices_like(slices, args.like, name)]
     async with Simulation(
         objects,
         config,
@@ -136,8 +221,19 @@ async def run(args: argparse.Namespace) -> Outcome:
         registry=setup.registry,
         watches=setup.watches,
         features=setup.features,
+        applied=found.in_order(),
+        new_nodes=new_nodes,
+        new_slices=new_slices,
     ) as sim:
-        outcome = await sim.add(workloads)
+        sim.outcome.ignored = sorted(set(found.ignored))
+        if args.remove_node:
+            await sim.remove_nodes(args.remove_node)
+        drained = list(args.drain) + (sim.nodes_matching(args.drain_selector) if args.drain_selector else [])
+        if drained:
+            await sim.drain(list(dict.fromkeys(drained)))
+        outcome = await sim.add(found.workloads + sim.daemon_sets(found.daemonsets, scheduler_name))
+        if args.fit and template is not None:
+            await sim.fit(template, args.fit_max)
         if pod is not None:
             await sim.capacity(pod, args.capacity_limit)
     return outcome
@@ -147,7 +243,14 @@ def main(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.ERROR, format="%(levelname).1s %(name)s: %(message)s")
     try:
         outcome = asyncio.run(run(args))
-    except (UsageError, ManifestError, SnapshotError, ClientConfigError, KubeconfigError) as exc:
+    except (
+        UsageError,
+        ManifestError,
+        TemplateError,
+        SnapshotError,
+        ClientConfigError,
+        KubeconfigError,
+    ) as exc:
         print(f"simulate: {exc}", file=sys.stderr)
         return 2
     except (SimulationError, ApiError) as exc:

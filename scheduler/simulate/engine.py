@@ -10,6 +10,13 @@ decided when it is bound, or has PodScheduled=False and is not waiting on a pree
 (``status.nominatedNodeName``). Capacity mode adds copies of one pod, one at a time, until one
 is not bound: exactly what scheduling them one after the other does. The copies never preempt
 (``preemptionPolicy: Never``): capacity is what fits beside the pods already there.
+
+The objects `--add` applies as they are (CRDs first) and `--add-nodes`' nodes are in the cluster
+before the scheduler starts. The node what-ifs act on the running simulation: a drain cordons
+and evicts through the local endpoint's eviction API, with a disruption controller keeping PDB
+status; a removal deletes; either way the pods controllers own come back pending and are
+placed (`nodes`). `--fit` tries node counts (`fit`) with the same scheduler, undoing each try
+and waiting until the scheduler's cache has seen it undone before the next.
 """
 
 from __future__ import annotations
@@ -37,10 +44,18 @@ from scheduler.framework import PluginFactory
 from scheduler.runtime import Framework
 from scheduler.schedule_one import Scheduler
 from scheduler.serving.options import ServingOptions
+from scheduler.simulate import nodes as node_whatifs
+from scheduler.simulate.daemonsets import daemon_pods
+from scheduler.simulate.fit import Fit, resource_guess, smallest
+from scheduler.simulate.manifests import Applied
+from scheduler.simulate.nodes import Fate
 from scheduler.simulate.workloads import ManifestError, Workload, suffix
 from simcluster import SimCluster
+from simcluster.disruption import DisruptionController
 from simcluster.errors import ApiError
+from simcluster.eviction import evict
 from simcluster.resources import BY_STORE_NAME
+from simcluster.selectors import labels_match, parse_label_selector
 from simcluster.store import Event
 
 log = logging.getLogger(__name__)
@@ -67,6 +82,7 @@ class Placement:
     pod: str  # namespace/name
     source: str  # the manifest it came from: "Deployment default/web"
     node: str
+    devices: tuple[str, ...] = ()  # what its ResourceClaims were allocated: "driver/pool/device"
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +106,16 @@ class Capacity:
     limit_reached: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class Eviction:
+    """A pod of a drained or removed node: evicted (and replaced or gone), or blocked by a PDB."""
+
+    pod: str
+    node: str
+    result: str  # "replaced", "gone", "blocked"; "removed": a daemon or mirror pod of a removed node
+    message: str = ""
+
+
 @dataclass(slots=True)
 class Outcome:
     placements: list[Placement] = field(default_factory=list)
@@ -101,6 +127,14 @@ class Outcome:
     after: dict[str, Usage] = field(default_factory=dict)
     capacity: Capacity | None = None
     warnings: list[str] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)  # manifests --add does not use: "Kind ns/name"
+    applied: list[str] = field(default_factory=list)  # manifests applied as they are
+    nodes_added: list[str] = field(default_factory=list)
+    nodes_removed: list[str] = field(default_factory=list)
+    drained: list[str] = field(default_factory=list)
+    evictions: list[Eviction] = field(default_factory=list)
+    fit: Fit | None = None
+    zones: dict[str, str] = field(default_factory=dict)  # node -> zone, before and after
 
 
 class UsageMeter:
@@ -244,10 +278,16 @@ class Simulation:
         registry: Mapping[str, PluginFactory] | None = None,
         watches: Sequence[str] = (),
         features: FeatureGates = DEFAULT_FEATURES,
+        applied: Sequence[Applied] = (),
+        new_nodes: Sequence[Obj] = (),
+        new_slices: Sequence[Obj] = (),
     ) -> None:
         """``app`` builds the scheduler (`SchedulerApp`); ``registry``, ``watches`` and
         ``features`` are its parts, as `pyscheduler run` builds them from ``--plugin`` and
-        ``--feature-gates`` (default: in-tree plugins, v1.36's gate defaults)."""
+        ``--feature-gates`` (default: in-tree plugins, v1.36's gate defaults). ``applied``
+        (manifests applied as they are, in order), ``new_nodes`` (`--add-nodes`) and their
+        ``new_slices`` are in the cluster before the scheduler starts, after the state "before"
+        was measured."""
         self._make_app = app
         self.config = copy.deepcopy(config)
         self._registry, self._watches, self._features = registry, watches, features
@@ -260,6 +300,8 @@ class Simulation:
         )
         self.outcome = Outcome()
         self._objects = objects
+        self._applied, self._new_nodes, self._new_slices = applied, new_nodes, new_slices
+        self._disruption: DisruptionController | None = None
         self._tmp = tempfile.TemporaryDirectory()
         self._app: RunningScheduler | None = None
         self._task: asyncio.Task[int] | None = None
@@ -286,6 +328,21 @@ class Simulation:
         await self.sim.start()
         self.outcome.warnings += self.sim.load(self._objects)
         self.outcome.before = self.usage()
+        self._disruption = DisruptionController(self.sim.api)  # PDB status, which eviction reads
+        for entry in list(self.sim.store.entries("poddisruptionbudgets")):
+            meta = entry.obj["metadata"]  # marked stale: the controller recomputes it from the pods
+            stale = {**entry.obj, "status": {"observedGeneration": -1}}
+            pdbs = BY_STORE_NAME["poddisruptionbudgets"]
+            self.sim.api.update(pdbs, meta["namespace"], meta["name"], stale, "status")
+        for applied in self._applied:
+            await self._apply(applied)
+            self.outcome.applied.append(applied.source)
+        for node in self._new_nodes:
+            await self._create("--add-nodes", "nodes", node)
+            self.outcome.nodes_added.append(node["metadata"]["name"])
+        for slice_ in self._new_slices:
+            await self._create("--add-nodes", "resourceslices", slice_)
+        self._note_zones()
         self._snapshot_pods = {key_of(e.obj) for e in self.sim.store.entries("pods")}
         self._snapshot_pending = {
             key_of(e.obj) for e in self.sim.store.entries("pods") if not e.obj["spec"].get("nodeName")
@@ -326,6 +383,8 @@ class Simulation:
             self._app.shutting_down.set()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
+        if self._disruption is not None:
+            self._disruption.close()
         await self.sim.stop()
         self._tmp.cleanup()
 
@@ -341,18 +400,27 @@ class Simulation:
 
     async def add(self, workloads: list[Workload]) -> Outcome:
         """Create the workloads' objects and wait until each of their pods is decided."""
+        await self._place([(w.source, resource, obj) for w in workloads for resource, obj in w.objects])
+        return self._refresh()
+
+    def daemon_sets(self, daemonsets: Sequence[tuple[Obj, str]], scheduler_name: str) -> list[Workload]:
+        """Each DaemonSet with a pod for every node of the cluster as it is now that it runs on."""
+        nodes = [entry.obj for entry in self.sim.store.entries("nodes")]
+        return [daemon_pods(obj, nodes, where, scheduler_name) for obj, where in daemonsets]
+
+    async def _place(self, items: Sequence[tuple[str, str, Obj]]) -> None:
+        """Create (source, store name, object) in order, wait for the pods' decisions, report them."""
         sources: dict[str, str] = {}
         tracker = _Tracker(final_on_nomination=False)
         self.sim.store.listeners.append(tracker.on_event)
         try:
-            for workload in workloads:
-                for resource, obj in workload.objects:
-                    created = await self._create(workload.source, resource, obj)
-                    if resource != "pods":
-                        continue
-                    sources[key_of(created)] = workload.source
-                    if created["spec"].get("schedulerName") in self.profiles:  # else never decided
-                        tracker.track(created)
+            for source, resource, obj in items:
+                created = await self._create(source, resource, obj)
+                if resource != "pods":
+                    continue
+                sources[key_of(created)] = source
+                if created["spec"].get("schedulerName") in self.profiles:  # else never decided
+                    tracker.track(created)
             await self._wait(tracker)
         finally:
             self.sim.store.listeners.remove(tracker.on_event)
@@ -362,7 +430,9 @@ class Simulation:
             if pod is None:
                 self.outcome.pending.append(Pending(key, source, "Deleted", "deleted during the simulation"))
             elif pod["spec"].get("nodeName"):
-                self.outcome.placements.append(Placement(key, source, pod["spec"]["nodeName"]))
+                self.outcome.placements.append(
+                    Placement(key, source, pod["spec"]["nodeName"], self._devices(pod))
+                )
             else:
                 pending = self._pending(pod, source)
                 if pending.reason == "Unschedulable":
@@ -370,14 +440,286 @@ class Simulation:
                         suggested[source] = await self._suggestions(pod)
                     pending = dataclasses.replace(pending, suggestions=suggested[source])
                 self.outcome.pending.append(pending)
+
+    def _devices(self, pod: Obj) -> tuple[str, ...]:
+        """The devices allocated to the pod's claims (its own from templates, or shared ones)."""
+        names = [
+            c.get("resourceClaimName") for c in (pod.get("status") or {}).get("resourceClaimStatuses") or ()
+        ]
+        names += [c.get("resourceClaimName") for c in pod["spec"].get("resourceClaims") or ()]
+        devices: list[str] = []
+        for name in dict.fromkeys(n for n in names if n):
+            claim = self.sim.store.get("resourceclaims", pod["metadata"]["namespace"], name) or {}
+            allocation = (claim.get("status") or {}).get("allocation") or {}
+            for result in (allocation.get("devices") or {}).get("results") or ():
+                devices.append(f"{result.get('driver')}/{result.get('pool')}/{result.get('device')}")
+        return tuple(devices)
+
+    def _refresh(self) -> Outcome:
+        """The parts of the outcome read off the cluster as it is now."""
         now = {key_of(e.obj) for e in self.sim.store.entries("pods")}
-        self.outcome.preempted = sorted(self._snapshot_pods - now)
-        for key in sorted(self._snapshot_pending):
+        evicted = {e.pod for e in self.outcome.evictions if e.result != "blocked"}
+        self.outcome.preempted = sorted(self._snapshot_pods - now - evicted)
+        self.outcome.also_placed = []
+        placed = {p.pod for p in self.outcome.placements}  # --fit reports the ones it placed
+        for key in sorted(self._snapshot_pending - placed):
             entry = self.sim.store.entry("pods", *key.split("/", 1))
             if entry is not None and entry.obj["spec"].get("nodeName"):
                 self.outcome.also_placed.append(Placement(key, "snapshot", entry.obj["spec"]["nodeName"]))
         self.outcome.after = self.usage()
+        self._note_zones()
         return self.outcome
+
+    def _note_zones(self) -> None:
+        for entry in self.sim.store.entries("nodes"):
+            self.outcome.zones[entry.obj["metadata"]["name"]] = node_whatifs.zone_of(entry.obj)
+
+    async def _apply(self, applied: Applied) -> None:
+        """Create the object, or replace the one of that name (as `kubectl apply` would)."""
+        obj = copy.deepcopy(applied.obj)
+        obj["metadata"] = dict(obj.get("metadata") or {})
+        rt = self.sim.api.kinds.by_store_name.get(applied.resource)
+        if rt is None:
+            hint = " (add its CustomResourceDefinition to --add)" if "." in applied.resource else ""
+            raise ManifestError(f"{applied.source}: the simulated cluster does not serve it{hint}")
+        if rt.namespaced:
+            obj["metadata"].setdefault("namespace", "default")
+        meta = obj["metadata"]
+        existing = self.sim.store.get(applied.resource, meta.get("namespace") or "", meta.get("name") or "")
+        try:
+            if existing is None:
+                self.sim.api.create(rt, meta.get("namespace") if rt.namespaced else None, obj)
+            else:
+                obj["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
+                self.sim.api.update(rt, meta.get("namespace") if rt.namespaced else None, meta["name"], obj)
+        except ApiError as exc:
+            raise ManifestError(f"{applied.source}: {exc}") from exc
+        if applied.resource == "customresourcedefinitions":
+            await self._until_served(obj)
+
+    async def _until_served(self, crd: Obj) -> None:
+        """A CRD is served once the endpoint established it (a turn of the loop or a few)."""
+        spec = crd.get("spec") or {}
+        name = f"{(spec.get('names') or {}).get('plural', '')}.{spec.get('group', '')}"
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout
+        while name not in self.sim.api.kinds.by_store_name:
+            if loop.time() > deadline:
+                raise SimulationError(
+                    f"CustomResourceDefinition {name} was not served within {self.timeout:g}s"
+                )
+            await asyncio.sleep(0.01)
+
+    # ---- node what-ifs -------------------------------------------------------------------
+
+    def nodes_matching(self, selector: str) -> list[str]:
+        """The names of the nodes a label selector ("zone=a,!gpu") selects."""
+        try:
+            requirements = parse_label_selector(selector)
+        except ApiError as exc:
+            raise ManifestError(f"--drain-selector {selector!r}: {exc.message}") from exc
+        return sorted(
+            e.obj["metadata"]["name"]
+            for e in self.sim.store.entries("nodes")
+            if labels_match(requirements, e.obj)
+        )
+
+    def node(self, name: str) -> Obj:
+        found = self.sim.store.get("nodes", "", name)
+        if found is None:
+            raise ManifestError(f"node {name!r} is not in the cluster")
+        return found
+
+    async def drain(self, names: Sequence[str]) -> Outcome:
+        """`kubectl drain` of the nodes: cordoned, each evictable pod evicted through the eviction
+        API (which a PodDisruptionBudget may refuse: the pod stays), then its replacement placed."""
+        nodes = [self.node(name) for name in names]
+        for node in nodes:
+            body = copy.deepcopy(node)
+            body.setdefault("spec", {})["unschedulable"] = True
+            self.sim.api.update(BY_STORE_NAME["nodes"], None, node["metadata"]["name"], body)
+            self.outcome.drained.append(node["metadata"]["name"])
+        replacements: list[tuple[str, str, Obj]] = []
+        on_nodes = node_whatifs.by_node(self._pods(), names)
+        for node in nodes:
+            name = node["metadata"]["name"]
+            for pod in on_nodes[name]:
+                fate = node_whatifs.fate(pod)
+                if fate is Fate.STAYS:
+                    continue
+                refused = self._evict(pod)
+                if refused:
+                    self.outcome.evictions.append(Eviction(key_of(pod), name, "blocked", refused))
+                    continue
+                self.outcome.evictions.append(Eviction(key_of(pod), name, fate.value))
+                if fate is Fate.REPLACED:
+                    replacements.append((f"evicted from {name}", "pods", node_whatifs.replacement(pod)))
+        await self._place(replacements)
+        return self._refresh()
+
+    async def remove_nodes(self, names: Sequence[str]) -> Outcome:
+        """The nodes deleted: their pods go with them, and what controllers own comes back pending."""
+        replacements: list[tuple[str, str, Obj]] = []
+        on_nodes = node_whatifs.by_node(self._pods(), names)
+        for node in [self.node(name) for name in names]:
+            name = node["metadata"]["name"]
+            for pod in on_nodes[name]:
+                fate = node_whatifs.fate(pod)
+                await self._delete(pod)
+                result = "removed" if fate is Fate.STAYS else fate.value  # a daemon pod goes with its node
+                self.outcome.evictions.append(Eviction(key_of(pod), name, result))
+                if fate is Fate.REPLACED:
+                    replacements.append((f"was on removed {name}", "pods", node_whatifs.replacement(pod)))
+            self.sim.api.delete(BY_STORE_NAME["nodes"], None, name, {})
+            self.outcome.nodes_removed.append(name)
+        await self._place(replacements)
+        return self._refresh()
+
+    # ---- --fit ---------------------------------------------------------------------------
+
+    async def fit(self, template: Obj, limit: int | None = None) -> Fit:
+        """The fewest nodes like ``template`` that place every pending pod (see `fit`).
+
+        Each count is a real run: the nodes are created, then fresh copies of the pending pods
+        (which never preempt), and once all are decided the copies and the nodes are deleted
+        again; the count found is then run once more and kept, so the report shows it."""
+        waiting = [
+            pod
+            for pod in self._pods()
+            if not pod["spec"].get("nodeName")
+            and pod["spec"].get("schedulerName") in self.profiles
+            and (pod.get("status") or {}).get("phase") not in FINISHED
+        ]
+        result = Fit(template["metadata"]["name"], len(waiting))
+        result.bound = min(len(waiting), limit) if limit else len(waiting)
+        if not waiting:
+            result.nodes = 0
+            self.outcome.fit = result
+            return result
+        sources = {p.pod: p.source for p in self.outcome.pending}
+        copies = []
+        for pod in waiting:
+            await self._delete(pod)
+            body = node_whatifs.replacement(pod)
+            body["spec"]["preemptionPolicy"] = "Never"
+            copies.append((sources.get(key_of(pod), "pending in the snapshot"), "pods", body))
+        taken = {e.obj["metadata"]["name"] for e in self.sim.store.entries("nodes")}
+        names = node_whatifs.new_node_names(template["metadata"]["name"], result.bound, taken, "fit")
+
+        base = self._counts()
+
+        async def trial(count: int) -> int:
+            left = await self._try(template, names[:count], copies, base)
+            await self._undo(names[:count], copies, base)
+            return left
+
+        await self._until_cache_agrees(base)
+        result.nodes = await smallest(trial, result.bound, result.tried, self._guess(template, waiting))
+        kept = names[: result.nodes or 0]
+        moved = {key_of(body) for _, _, body in copies}
+        self.outcome.pending = [p for p in self.outcome.pending if p.pod not in moved]
+        for name in kept:
+            await self._create("--fit", "nodes", node_whatifs.new_node(template, name))
+            self.outcome.nodes_added.append(name)
+        await self._until_cache_agrees((base[0] + len(kept), base[1]))
+        await self._place(copies)
+        if result.nodes is None:
+            left = next((p for p in self.outcome.pending if p.pod in moved), None)
+            result.still_pending = f"{left.pod}: {left.message}" if left else ""
+        self.outcome.fit = result
+        self._refresh()
+        return result
+
+    def _guess(self, template: Obj, pods: Sequence[Obj]) -> int:
+        """Where --fit's search starts: how many template nodes the pods' requests fill."""
+        status = template.get("status") or {}
+        try:
+            offered = Resource.from_list(status.get("allocatable") or status.get("capacity"))
+            wanted = [pod_resources(p["spec"], p.get("status")).requests for p in pods]
+        except (QuantityError, TypeError, AttributeError):
+            return 1  # the search still finds the count, from 1
+        names = ("cpu", "memory", "ephemeral-storage", *offered.scalar)
+        requests = [{name: r.get(name) for name in names} | {"pods": 1} for r in wanted]
+        return resource_guess(requests, {name: offered.get(name) for name in (*names, "pods")})
+
+    async def _try(
+        self,
+        template: Obj,
+        names: Sequence[str],
+        copies: Sequence[tuple[str, str, Obj]],
+        base: tuple[int, int],
+    ) -> int:
+        """Add the nodes and the copies; how many copies are left pending."""
+        for name in names:
+            await self._create("--fit", "nodes", node_whatifs.new_node(template, name))
+        await self._until_cache_agrees((base[0] + len(names), base[1]))
+        tracker = _Tracker(final_on_nomination=True)
+        self.sim.store.listeners.append(tracker.on_event)
+        try:
+            for source, resource, body in copies:
+                tracker.track(await self._create(source, resource, body))
+            await self._wait(tracker)
+        finally:
+            self.sim.store.listeners.remove(tracker.on_event)
+        keys = [key_of(body) for _, _, body in copies]
+        return sum(
+            1
+            for key in keys
+            if not (self.sim.store.get("pods", *key.split("/", 1)) or {}).get("spec", {}).get("nodeName")
+        )
+
+    async def _undo(
+        self, names: Sequence[str], copies: Sequence[tuple[str, str, Obj]], base: tuple[int, int]
+    ) -> None:
+        for _, _, body in copies:
+            await self._delete(body)
+        for name in names:
+            self.sim.api.delete(BY_STORE_NAME["nodes"], None, name, {})
+        await self._until_cache_agrees(base)
+
+    def _counts(self) -> tuple[int, int]:
+        """The cluster's nodes and bound, unfinished pods."""
+        nodes = sum(1 for _ in self.sim.store.entries("nodes"))
+        bound = sum(
+            1
+            for pod in self._pods()
+            if pod["spec"].get("nodeName") and (pod.get("status") or {}).get("phase") not in FINISHED
+        )
+        return nodes, bound
+
+    async def _until_cache_agrees(self, counts: tuple[int, int]) -> None:
+        """Until the scheduler's cache holds as many nodes and bound pods as ``counts`` (what the
+        cluster holds), so the next run starts from what the last one left (polled: the
+        informers' streams are apart)."""
+        assert self._app is not None and self._app.scheduler is not None
+        cache = self._app.scheduler.cache
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout
+        while True:
+            if (
+                cache.node_count() == counts[0]
+                and cache.pod_count() == counts[1]
+                and cache.assumed_count() == 0
+            ):
+                return
+            self._check_running()
+            if loop.time() > deadline:
+                raise SimulationError(f"the scheduler's cache did not catch up within {self.timeout:g}s")
+            await asyncio.sleep(0.005)
+
+    def _pods(self) -> list[Obj]:
+        return [entry.obj for entry in self.sim.store.entries("pods")]
+
+    def _evict(self, pod: Obj) -> str:
+        """Evict the pod; "" when it went, else why the eviction API refused."""
+        meta = pod["metadata"]
+        body = {"metadata": {"name": meta["name"]}, "deleteOptions": {"gracePeriodSeconds": 0}}
+        try:
+            status = evict(self.sim.api, meta["namespace"], meta["name"], body, [])
+        except ApiError as exc:
+            causes = (exc.details or {}).get("causes") or ()
+            return "; ".join(c.get("message", "") for c in causes) or exc.message
+        return "" if status.get("status") == "Success" else str(status.get("message", ""))
 
     def _pending(self, pod: Obj, source: str) -> Pending:
         name = pod["spec"].get("schedulerName")

@@ -31,6 +31,8 @@ from typing import Any
 from scheduler.client.config import load_client_config
 from scheduler.client.rest import KubeClient, raise_for_status
 from scheduler.framework.interface import ApiClient
+from scheduler.plugins.gangscheduling import PODGROUPS
+from scheduler.watched import DEVICE_TAINT_RULES, PLUGIN_RESOURCES
 
 API_VERSION = "pyscheduler.io/v1"
 KIND = "ClusterSnapshot"
@@ -52,22 +54,31 @@ class SnapshotKind:
         return parts[1] if parts[0] == "api" else f"{parts[1]}/{parts[2]}"
 
 
-KINDS: tuple[SnapshotKind, ...] = (
-    SnapshotKind("namespaces", "/api/v1/namespaces"),
-    SnapshotKind("nodes", "/api/v1/nodes"),
-    SnapshotKind("pods", "/api/v1/pods"),
-    SnapshotKind("persistentvolumes", "/api/v1/persistentvolumes"),
-    SnapshotKind("persistentvolumeclaims", "/api/v1/persistentvolumeclaims"),
-    SnapshotKind("storageclasses", "/apis/storage.k8s.io/v1/storageclasses"),
-    SnapshotKind("csinodes", "/apis/storage.k8s.io/v1/csinodes"),
-    SnapshotKind("poddisruptionbudgets", "/apis/policy/v1/poddisruptionbudgets"),
-    SnapshotKind("priorityclasses", "/apis/scheduling.k8s.io/v1/priorityclasses"),
-    SnapshotKind("deviceclasses", "/apis/resource.k8s.io/v1/deviceclasses", optional=True),
-    SnapshotKind("resourceslices", "/apis/resource.k8s.io/v1/resourceslices", optional=True),
-    SnapshotKind("resourceclaims", "/apis/resource.k8s.io/v1/resourceclaims", optional=True),
-    SnapshotKind("resourceclaimtemplates", "/apis/resource.k8s.io/v1/resourceclaimtemplates", optional=True),
-    # beta, off by default on a real server; read by the scheduler with DRADeviceTaintRules
-    SnapshotKind("devicetaintrules", "/apis/resource.k8s.io/v1beta2/devicetaintrules", optional=True),
+# Optional: served by some clusters only (resource.k8s.io before v1.34, alpha and beta APIs).
+_OPTIONAL_GROUPS = ("/apis/resource.k8s.io/", "/apis/scheduling.k8s.io/v1alpha")
+
+
+def _kind(name: str, path: str) -> SnapshotKind:
+    return SnapshotKind(name, path, optional=path.startswith(_OPTIONAL_GROUPS))
+
+
+# Nodes and pods, every kind the scheduler watches (`scheduler.watched`), and what the local
+# endpoint needs besides to decide as the cluster would: PriorityClasses (admission resolves a
+# pod's priorityClassName), claim templates (the resource-claim controller makes pods' claims)
+# and the Workload API's PodGroups and Workloads (read with GenericWorkload).
+KINDS: tuple[SnapshotKind, ...] = tuple(
+    _kind(name, path)
+    for name, path in (
+        ("namespaces", "/api/v1/namespaces"),
+        ("nodes", "/api/v1/nodes"),
+        ("pods", "/api/v1/pods"),
+        *((plural, path) for plural, (path, _) in PLUGIN_RESOURCES.items() if plural != "namespaces"),
+        ("priorityclasses", "/apis/scheduling.k8s.io/v1/priorityclasses"),
+        ("resourceclaimtemplates", "/apis/resource.k8s.io/v1/resourceclaimtemplates"),
+        DEVICE_TAINT_RULES[:2],
+        ("podgroups", f"/apis/{PODGROUPS.rpartition('/')[0]}/podgroups"),
+        ("workloads", f"/apis/{PODGROUPS.rpartition('/')[0]}/workloads"),
+    )
 )
 
 

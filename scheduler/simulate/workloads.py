@@ -1,9 +1,10 @@
-"""`--add`: workload manifests expanded into the objects their controllers would create.
+"""`--add`'s workload kinds expanded into the objects their controllers would create.
 
-The simulated cluster runs no workload controllers, so a Deployment, ReplicaSet, StatefulSet or
-Job is turned here into its pods (named as their controllers name them, with deterministic
-suffixes so a simulation repeats), the owning objects the scheduler's default spreading reads
-(a Deployment's ReplicaSet, the StatefulSet itself) and a StatefulSet's claims. Differences
+The simulated cluster runs no workload controllers, so a Deployment, ReplicaSet, StatefulSet,
+Job or CronJob (the Job of one run) is turned here into its pods (named as their controllers name
+them, with deterministic suffixes so a simulation repeats), the owning objects the scheduler's
+default spreading reads (a Deployment's ReplicaSet, the StatefulSet itself) and a StatefulSet's
+claims. Differences
 from the controllers: every replica is created at once (a StatefulSet's OrderedReady waits for
 Ready pods, which never come without a kubelet) and a Job's pods count its parallelism only.
 """
@@ -12,15 +13,12 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
-
-import yaml
 
 from simcluster.controllers import template_hash
 
 Obj = dict[str, Any]
-SUPPORTED = ("Pod", "Deployment", "ReplicaSet", "StatefulSet", "Job")
+SUPPORTED = ("Pod", "Deployment", "ReplicaSet", "StatefulSet", "Job", "CronJob")
 _SAFE = "bcdfghjklmnpqrstvwxz2456789"
 
 
@@ -47,23 +45,6 @@ def suffix(seed: str) -> str:
     return template_hash({"seed": seed}).ljust(5, _SAFE[0])[:5]
 
 
-def load_manifests(path: str | Path, scheduler_name: str) -> list[Workload]:
-    """Every document of a YAML file (``kind: List`` items too), expanded."""
-    try:
-        docs = list(yaml.safe_load_all(Path(path).read_text()))
-    except OSError as exc:
-        raise ManifestError(f"{path}: {exc.strerror or exc}") from exc
-    except yaml.YAMLError as exc:
-        raise ManifestError(f"{path}: not YAML: {exc}") from exc
-    items: list[Any] = []
-    for doc in docs:
-        if isinstance(doc, dict) and doc.get("kind") == "List":
-            items.extend(doc.get("items") or ())
-        elif doc is not None:
-            items.append(doc)
-    return [expand(item, f"{path}: document {index + 1}", scheduler_name) for index, item in enumerate(items)]
-
-
 def expand(obj: Any, where: str, scheduler_name: str) -> Workload:
     """The objects one manifest stands for; ``scheduler_name`` fills a pod spec naming none."""
     if not isinstance(obj, dict):
@@ -81,6 +62,8 @@ def expand(obj: Any, where: str, scheduler_name: str) -> Workload:
     if not isinstance(obj.get("spec"), dict):
         raise ManifestError(f"{where}: {kind} {name}: spec is required")
     namespace = meta.get("namespace") or "default"
+    if kind == "CronJob":
+        return _cron_job(obj, where, scheduler_name, f"{kind} {namespace}/{name}")
     body = copy.deepcopy(obj)
     body["metadata"]["namespace"] = namespace
     workload = Workload(f"{kind} {namespace}/{name}")
@@ -92,7 +75,7 @@ def expand(obj: Any, where: str, scheduler_name: str) -> Workload:
         workload.objects.append(("pods", body))
         return workload
     spec = body["spec"]
-    template = _template(spec, where, f"{kind} {name}")
+    template = template_of(spec, where, f"{kind} {name}")
     replicas = _count(spec, "parallelism" if kind == "Job" else "replicas", where, f"{kind} {name}")
     if kind == "Job" and spec.get("completions") is not None:
         replicas = min(replicas, _count(spec, "completions", where, f"Job {name}"))
@@ -104,6 +87,30 @@ def expand(obj: Any, where: str, scheduler_name: str) -> Workload:
     workload.objects.append((_RESOURCES[owner["kind"]], owner))
     for index in range(replicas):
         workload.objects += _replica(owner, template, index, where, scheduler_name)
+    return workload
+
+
+def _cron_job(cron_job: Obj, where: str, scheduler_name: str, source: str) -> Workload:
+    """One run of a CronJob: the Job of its jobTemplate (named with a deterministic suffix)."""
+    template = cron_job["spec"].get("jobTemplate")
+    if not isinstance(template, dict) or not isinstance(template.get("spec"), dict):
+        raise ManifestError(
+            f"{where}: CronJob {cron_job['metadata']['name']}: spec.jobTemplate.spec is required"
+        )
+    meta = cron_job["metadata"]
+    name = f"{meta['name']}-{suffix(meta['name'])}"
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            **copy.deepcopy(template.get("metadata") or {}),
+            "name": name,
+            "namespace": meta.get("namespace") or "default",
+        },
+        "spec": copy.deepcopy(template["spec"]),
+    }
+    workload = expand(job, where, scheduler_name)
+    workload.source = source
     return workload
 
 
@@ -124,7 +131,7 @@ def _replicaset_of(deployment: Obj, template: Obj, replicas: int) -> Obj:
             "name": f"{meta['name']}-{digest}",
             "namespace": meta["namespace"],
             "labels": labels,
-            "ownerReferences": [_owner(deployment, "")],
+            "ownerReferences": [owner_reference(deployment)],
         },
         "spec": {
             "replicas": replicas,
@@ -146,7 +153,7 @@ def _replica(owner: Obj, template: Obj, index: int, where: str, scheduler_name: 
     else:
         pod_name = f"{name}-{suffix(f'{name}/{index}')}"
     meta = copy.deepcopy(template.get("metadata") or {})
-    meta.update(name=pod_name, namespace=namespace, ownerReferences=[_owner(owner, "")])
+    meta.update(name=pod_name, namespace=namespace, ownerReferences=[owner_reference(owner)])
     pod_spec = copy.deepcopy(template.get("spec") or {})
     labels = meta.setdefault("labels", {})
     objects: list[tuple[str, Obj]] = []
@@ -174,8 +181,9 @@ def _default_scheduler(spec: Obj, scheduler_name: str) -> None:
         spec["schedulerName"] = scheduler_name
 
 
-def _template(spec: Obj, where: str, what: str) -> Obj:
-    template = spec.get("template")
+def template_of(spec: Any, where: str, what: str) -> Obj:
+    """A workload's pod template, checked to hold a spec."""
+    template = spec.get("template") if isinstance(spec, dict) else None
     if not isinstance(template, dict) or not isinstance(template.get("spec"), dict):
         raise ManifestError(f"{where}: {what}: spec.template.spec is required")
     return template
@@ -194,12 +202,13 @@ def _count(spec: Obj, key: str, where: str, what: str) -> int:
     return value
 
 
-def _owner(owner: Obj, uid: str) -> Obj:
+def owner_reference(owner: Obj) -> Obj:
+    """The controller reference to ``owner``; the uid is filled in once it is created."""
     return {
         "apiVersion": owner.get("apiVersion") or "apps/v1",
         "kind": owner["kind"],
         "name": owner["metadata"]["name"],
-        "uid": uid,
+        "uid": "",
         "controller": True,
         "blockOwnerDeletion": True,
     }

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from scheduler.simulate.workloads import ManifestError, expand, load_manifests
+from scheduler.simulate import manifests
+from scheduler.simulate.workloads import ManifestError, expand
 
 
 def template(**spec: Any) -> dict[str, Any]:
@@ -119,17 +120,14 @@ def test_manifests_with_lists_and_several_documents(tmp_path: Path) -> None:
         "kind: List\nitems:\n- kind: Pod\n  metadata: {name: a}\n  spec: {containers: []}\n"
         "---\nkind: Pod\nmetadata: {name: b, namespace: team}\nspec: {containers: []}\n"
     )
-    loaded = load_manifests(path, "pys")
-    assert [w.source for w in loaded] == ["Pod default/a", "Pod team/b"]
+    loaded = manifests.load(str(path), "pys")
+    assert [w.source for w in loaded.workloads] == ["Pod default/a", "Pod team/b"]
 
 
 @pytest.mark.parametrize(
     ("doc", "message"),
     [
-        (
-            "kind: Service\nmetadata: {name: s}\nspec: {}\n",
-            "document 1: kind 'Service' is not supported by --add",
-        ),
+        ("- just a list\n", "document 1: an object with a kind expected"),
         ("kind: Deployment\nmetadata: {}\nspec: {}\n", "document 1: Deployment: metadata.name is required"),
         ("kind: Deployment\nmetadata: {name: d}\nspec: {}\n", "Deployment d: spec.template.spec is required"),
         (
@@ -143,6 +141,6 @@ def test_bad_manifests_name_the_file_document_and_field(tmp_path: Path, doc: str
     path = tmp_path / "bad.yaml"
     path.write_text(doc)
     with pytest.raises(ManifestError) as err:
-        load_manifests(path, "pys")
+        manifests.load(str(path), "pys")
     assert str(err.value).startswith(f"{path}: ")
     assert message in str(err.value)

@@ -22,9 +22,19 @@ from tests.support.simulate import (
         (["--snapshot", "{dir}/bad.json"], "simulate: {dir}/bad.json: not JSON"),
         (["--snapshot", "{dir}/old.json"], "simulate: {dir}/old.json: formatVersion 7 is not supported"),
         (
-            ["--snapshot", "{dir}/ok.json", "--add", "{dir}/svc.yaml"],
-            "document 1: kind 'Service' is not supported by --add",
+            ["--snapshot", "{dir}/ok.json", "--add-nodes", "2"],
+            "--add-nodes: needs --node-template FILE or --like",
         ),
+        (
+            ["--snapshot", "{dir}/ok.json", "--fit", "--like", "nope"],
+            "--like nope: no such node in the cluster",
+        ),
+        (
+            ["--snapshot", "{dir}/ok.json", "--fit", "--node-template", "{dir}/svc.yaml"],
+            "--node-template {dir}/svc.yaml: one Node expected",
+        ),
+        (["--snapshot", "{dir}/ok.json", "--drain", "nope"], "--drain nope: no such node in the cluster"),
+        (["--snapshot", "{dir}/ok.json", "--drain-selector", "a b"], "--drain-selector 'a b'"),
         (
             ["--snapshot", "{dir}/ok.json", "--config", "{dir}/config.yaml"],
             "simulate: invalid configuration {dir}/config.yaml",

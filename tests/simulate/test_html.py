@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from scheduler.testing.builders import node_dict, pod_dict
 from tests.support.simulate import node, pod, run_cli
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -76,3 +77,52 @@ def test_the_html_report_renders_placements_utilization_and_reasons(
     free = 4000 - (1500 if target == "n-b" else 0)
     shown = f"{free // 1000}" if free % 1000 == 0 else f"{free}m"
     assert f'<ul class="suggestions"><li>suggestion: fits 1 node(s) with cpu &lt;= {shown}</li></ul>' in dom
+
+
+def test_the_html_report_shows_the_what_ifs_per_node_and_per_zone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A drain, a removal and --fit's nodes: each node marked, each zone before and after."""
+    zone = "topology.kubernetes.io/zone"
+    owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "rs", "controller": True}
+    pods = [pod_dict(f"web-{i}", node_name="n-a", requests={"cpu": "1"}) for i in range(2)]
+    for each in pods:
+        each["metadata"]["ownerReferences"] = [owner]
+        each["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    objects = {
+        "nodes": [
+            node_dict("n-a", cpu="2", labels={zone: "east"}),
+            node_dict("n-b", cpu="1", labels={zone: "west"}),
+            node_dict("n-c", cpu="1", labels={zone: "west"}),
+        ],
+        "pods": pods,
+        "replicasets": [
+            {"metadata": {"name": "web", "namespace": "default", "uid": "rs"}, "spec": {"replicas": 2}}
+        ],
+    }
+    snapshot = tmp_path / "cluster.json"
+    snapshot.write_text(json.dumps({"kind": "ClusterSnapshot", "formatVersion": 1, "objects": objects}))
+    page = tmp_path / "report.html"
+    args = ["--snapshot", str(snapshot), "--drain", "n-a", "--remove-node", "n-b", "--fit", "--like", "n-c"]
+    code, _, err = run_cli(capsys, "simulate", *args, "--html", str(page))
+    assert code == 0, err
+
+    dom = dump_dom(page)
+    assert 'data-rendered="true"' in dom
+    assert '<li class="removed-node">removed node n-b</li>' in dom
+    assert '<li class="drained-node">drained node n-a</li>' in dom
+    assert (
+        '<li class="eviction replaced">default/web-0 on n-a: evicted, its controller makes a new one</li>'
+        in dom
+    )
+    # n-c takes one replica; the other needs one more node like n-c
+    assert "fit: 1 node(s) like n-c place all 1 pending pod(s); tried 1: 0 pending" in dom
+    assert re.search(r'<div class="node drained"><h3>n-a<span class="state">zone east, drained</span>', dom)
+    assert re.search(r'<div class="node removed"><h3>n-b<span class="state">zone west, removed</span>', dom)
+    assert re.search(r'<div class="node added"><h3>n-c-fit-1<span class="state">zone west, added</span>', dom)
+    assert (
+        '<tr class="zone"><td>east</td><td>1 → 1</td><td>2000m / 2000m (100%) → 0m / 2000m (0%)</td>' in dom
+    )
+    assert (
+        '<tr class="zone"><td>west</td><td>2 → 2</td><td>0m / 2000m (0%) → 2000m / 2000m (100%)</td>' in dom
+    )
