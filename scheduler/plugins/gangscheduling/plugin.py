@@ -35,6 +35,9 @@ NAME = "GangScheduling"
 PERMIT_TIMEOUT_SECONDS = 300.0
 WAITING_FOR_QUORUM = "waiting for minCount pods from a gang to be scheduled"
 WAITING_FOR_MEMBERS = "waiting for minCount pods from a gang to appear in scheduling queue"
+# PreEnqueue's answer for every member of a gang still short of minCount, once per member each time
+# another member arrives: one Status made once, already naming the plugin
+MEMBERS_MISSING = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (WAITING_FOR_MEMBERS,), NAME)
 
 
 def waiting_for_group(name: str) -> str:
@@ -81,7 +84,7 @@ class GangScheduling:
             return None
         members = self.handle.pod_groups.get(pod.namespace, pod.pod_group)
         if (members.all_count if members is not None else 0) < min_count:
-            return Status.unresolvable(WAITING_FOR_MEMBERS)
+            return MEMBERS_MISSING
         return None
 
     def permit(self, state: CycleState, pod: Pod, node_name: str) -> tuple[Status | None, float]:
