@@ -7,6 +7,7 @@ lets them all go. Pods without a group, and groups with a basic policy, pass unt
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
@@ -44,6 +45,13 @@ def waiting_for_group(name: str) -> str:
     return f'waiting for pods\'s pod group "{name}" to appear in scheduling queue'
 
 
+@functools.lru_cache(maxsize=256)
+def _group_missing(name: str) -> Status:
+    """PreEnqueue's answer for the members of a PodGroup not seen yet (asked as often as
+    ``MEMBERS_MISSING``: members usually arrive before their group's informer event)."""
+    return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (waiting_for_group(name),), NAME)
+
+
 class GangScheduling:
     name: ClassVar[str] = NAME
     watches: ClassVar[tuple[str, ...]] = (PODGROUPS,)
@@ -78,7 +86,7 @@ class GangScheduling:
             return None
         group = pod_group_of(self.handle, pod)
         if group is None:
-            return Status.unresolvable(waiting_for_group(pod.pod_group))
+            return _group_missing(pod.pod_group)
         min_count = gang_min_count(group)
         if min_count is None:
             return None
