@@ -13,7 +13,7 @@ prefers it when present. Both forms must agree (tests check that).
 from __future__ import annotations
 
 import builtins
-from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from enum import Enum, IntFlag
 from typing import Any, ClassVar, Protocol, runtime_checkable
@@ -277,6 +277,9 @@ class PodsByLabel(Protocol):
 
     def count_by_node(self, namespace: str, selector: LabelSelector | None) -> Mapping[str, int]:
         """Non-terminating pods of ``namespace`` matching ``selector``, per node name."""
+
+    def uids_with_label(self, namespace: str, key: str, value: str) -> Set[str]:
+        """The uids of the pods of ``namespace`` labelled ``key=value`` (read only)."""
 
 
 class ObjectLister(Protocol):
