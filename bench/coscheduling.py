@@ -1,13 +1,15 @@
 """Coscheduling (scheduler-plugins' PodGroup CRD): whole gangs through the local endpoint.
 
-    python -m bench.coscheduling [--nodes 1000] [--gangs 10] [--size 100]
+    python -m bench.coscheduling [--nodes 1000] [--gangs 10] [--size 100] [--runs 3]
 
 The app runs in this process over HTTP against a SimCluster without kubelet, with the PodGroup
 CRD the chart ships and the profile scheduler-plugins documents (Coscheduling, PrioritySort
 off). Each gang is a PodGroup with ``minMember`` = its size; its members are created one by one
 through the API and bound by POST pods/binding (client rate limits lifted). Prints the pods per
-second over all gangs and the time from a gang's last member being created to all its members
-bound (p50, max). Figures are printed, never asserted.
+second over all gangs, the time from a gang's last member being created to all its members bound
+(p50, p99) and the CPU per pod over those times (the scheduler's and the endpoint's: both run in
+this process; bench.gang_runs), per run and then the best and the median over ``--runs`` runs.
+Figures are printed, never asserted.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ import argparse
 import asyncio
 import contextlib
 import copy
-import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -25,6 +26,7 @@ from typing import Any
 import yaml
 
 from bench.common import bound_on_endpoint, until
+from bench.gang_runs import GangRun, over_runs
 from scheduler.app import SchedulerApp
 from scheduler.config import parse_config
 from scheduler.plugins.coscheduling import POD_GROUP_LABEL, PODGROUPS, CoschedulingArgs
@@ -53,7 +55,7 @@ CONFIG = {
 }
 
 
-async def run(nodes: int, gangs: int, size: int) -> tuple[float, list[float]]:
+async def run(nodes: int, gangs: int, size: int) -> GangRun:
     with tempfile.TemporaryDirectory() as workdir:
         async with SimCluster(nodes=nodes, kubelet=False, controllers=False) as sim:
             await sim.create("customresourcedefinitions", copy.deepcopy(CRD))
@@ -76,8 +78,9 @@ async def run(nodes: int, gangs: int, size: int) -> tuple[float, list[float]]:
                     await asyncio.wait_for(task, 30)
 
 
-async def _gangs(sim: SimCluster, gangs: int, size: int) -> tuple[float, list[float]]:
+async def _gangs(sim: SimCluster, gangs: int, size: int) -> GangRun:
     latencies: list[float] = []
+    cpu = 0.0
     for g in range(gangs):
         name = f"gang-{g:02d}"
         group = {
@@ -90,7 +93,7 @@ async def _gangs(sim: SimCluster, gangs: int, size: int) -> tuple[float, list[fl
         names = [f"{name}-{i:03d}" for i in range(size)]
         for pod_name in names:
             await sim.create("pods", _member(pod_name, name))
-        arrived = time.perf_counter()
+        arrived, cpu_start = time.perf_counter(), time.process_time()
         await until(
             lambda names=names: all(bound_on_endpoint(sim, n) for n in names),
             300,
@@ -98,7 +101,8 @@ async def _gangs(sim: SimCluster, gangs: int, size: int) -> tuple[float, list[fl
             interval=0.005,
         )
         latencies.append(time.perf_counter() - arrived)
-    return gangs * size / sum(latencies), latencies
+        cpu += time.process_time() - cpu_start
+    return GangRun(gangs * size, latencies, cpu)
 
 
 def _member(name: str, gang: str) -> dict[str, Any]:
@@ -114,13 +118,14 @@ def _member(name: str, gang: str) -> dict[str, Any]:
 
 async def main(args: argparse.Namespace) -> None:
     print(
-        f"{args.gangs} gangs x {args.size} pods (1 cpu each) on {args.nodes} nodes (4 cpu each), Coscheduling"
+        f"{args.gangs} gangs x {args.size} pods (1 cpu each) on {args.nodes} nodes (4 cpu each), "
+        "Coscheduling (CPU: the scheduler's and the endpoint's)"
     )
-    pods_per_s, latencies = await run(args.nodes, args.gangs, args.size)
-    print(
-        f"  {pods_per_s:7.0f} pods/s; last member created -> gang bound: "
-        f"p50 {statistics.median(latencies) * 1000:.0f} ms, max {max(latencies) * 1000:.0f} ms"
-    )
+    runs = []
+    for _ in range(args.runs):
+        runs.append(await run(args.nodes, args.gangs, args.size))
+        print(f"  {runs[-1].line()}")
+    print(over_runs(runs))
 
 
 if __name__ == "__main__":
@@ -128,4 +133,5 @@ if __name__ == "__main__":
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--gangs", type=int, default=10)
     parser.add_argument("--size", type=int, default=100)
+    parser.add_argument("--runs", type=int, default=3)
     asyncio.run(main(parser.parse_args()))

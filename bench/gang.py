@@ -1,13 +1,14 @@
 """Gang scheduling (GenericWorkload + GangScheduling): whole pod groups on many nodes.
 
-    python -m bench.gang [--nodes 1000] [--gangs 10] [--size 100] [--endpoint]
+    python -m bench.gang [--nodes 1000] [--gangs 10] [--size 100] [--runs 3] [--endpoint]
 
 Each gang is a scheduling.k8s.io/v1alpha2 PodGroup with ``minCount`` = its size. Its members
 arrive one by one (held at PreEnqueue until the last one is there); then one pod-group cycle
 places the whole gang and binds it (in memory). Prints, per run, the pods per second over all
-gangs, the time from a gang's last member arriving to all its members bound (p50, max) and how
-long a gang's members took to arrive, with the default profile and with one without default
-spreading (whose pods OpportunisticBatching can sign). ``--endpoint`` runs the default profile
+gangs, the time from a gang's last member arriving to all its members bound (p50, p99), the CPU
+per pod over those times (bench.gang_runs) and how long a gang's members took to arrive, with the
+default profile and with one without default spreading (whose pods OpportunisticBatching can
+sign); then the best and the median over ``--runs`` runs. ``--endpoint`` runs the default profile
 through the local endpoint instead: the app in this process over HTTP against a SimCluster
 without kubelet, the pods created through the API and bound by POST pods/binding, with the
 client's rate limits lifted (at the default 50 qps a gang's 100 bindings alone take 2 s). Figures
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import Harness, bound_on_endpoint, make_node, make_pod, until
+from bench.gang_runs import GangRun, over_runs
 from scheduler.api import Pod
 from scheduler.app import SchedulerApp
 from scheduler.config import SchedulerConfiguration, default_config, parse_config
@@ -98,9 +100,9 @@ def member(gang: str, i: int) -> Pod:
 
 async def run(
     nodes: int, gangs: int, size: int, config: SchedulerConfiguration
-) -> tuple[float, list[float], list[float]]:
-    """Pods/s while gangs are scheduled, per gang the time from its last member's arrival to all
-    bound, and per gang the time its members took to arrive (queueing and PreEnqueue re-checks)."""
+) -> tuple[GangRun, list[float]]:
+    """The gangs' figures, and per gang the time its members took to arrive (queueing and
+    PreEnqueue re-checks)."""
     lister = PodGroupLister()
     harness = Harness(
         nodes, make_node, config=config, features=GATES, listers={PODGROUPS: lister}, client=StatusOnly()
@@ -110,28 +112,27 @@ async def run(
     arrivals = cycle.members.handler(Queueing(harness.queue), harness.queue, wake_gangs=True)
     latencies: list[float] = []
     arrival_times: list[float] = []
-    busy = 0.0
+    cpu = 0.0
     for g in range(gangs):
         name = f"gang-{g:02d}"
         lister.groups[f"default/{name}"] = gang_group(name, size)
         first = time.perf_counter()
         for i in range(size):
             arrivals.on_add(member(name, i))
-        arrived = time.perf_counter()  # the last member is in: the gang may go
+        arrived, cpu_start = time.perf_counter(), time.process_time()  # the last member is in
         arrival_times.append(arrived - first)
         info = await harness.queue.pop()
         await harness.scheduler.attempt(info)
         await harness.scheduler.wait_for_bindings(60)
-        done = time.perf_counter()
-        latencies.append(done - arrived)
-        busy += done - arrived
+        latencies.append(time.perf_counter() - arrived)
+        cpu += time.process_time() - cpu_start
     bound = harness.cache.assumed_count()
     if bound != gangs * size:
         print(f"  only {bound} of {gangs * size} pods were bound")
-    return gangs * size / busy, latencies, arrival_times
+    return GangRun(gangs * size, latencies, cpu), arrival_times
 
 
-async def run_on_endpoint(nodes: int, gangs: int, size: int) -> tuple[float, list[float], list[float]]:
+async def run_on_endpoint(nodes: int, gangs: int, size: int) -> tuple[GangRun, list[float]]:
     """The same through the local endpoint: the app in this process, over HTTP, against a
     SimCluster without kubelet (the endpoint's own work counts in the figures)."""
     with tempfile.TemporaryDirectory() as workdir:
@@ -153,9 +154,10 @@ async def run_on_endpoint(nodes: int, gangs: int, size: int) -> tuple[float, lis
                     await asyncio.wait_for(task, 30)
 
 
-async def _gangs_through(sim: SimCluster, gangs: int, size: int) -> tuple[float, list[float], list[float]]:
+async def _gangs_through(sim: SimCluster, gangs: int, size: int) -> tuple[GangRun, list[float]]:
     latencies: list[float] = []
     arrival_times: list[float] = []
+    cpu = 0.0
     for g in range(gangs):
         name = f"gang-{g:02d}"
         group = {"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup", **gang_group(name, size)}
@@ -164,7 +166,7 @@ async def _gangs_through(sim: SimCluster, gangs: int, size: int) -> tuple[float,
         first = time.perf_counter()
         for pod_name in names:
             await sim.create("pods", _member_manifest(pod_name, name))
-        arrived = time.perf_counter()
+        arrived, cpu_start = time.perf_counter(), time.process_time()
         await until(
             lambda names=names: all(bound_on_endpoint(sim, n) for n in names),
             120,
@@ -172,8 +174,9 @@ async def _gangs_through(sim: SimCluster, gangs: int, size: int) -> tuple[float,
             interval=0.005,
         )
         latencies.append(time.perf_counter() - arrived)
+        cpu += time.process_time() - cpu_start
         arrival_times.append(arrived - first)
-    return gangs * size / sum(latencies), latencies, arrival_times
+    return GangRun(gangs * size, latencies, cpu), arrival_times
 
 
 def _member_manifest(name: str, gang: str) -> dict[str, Any]:
@@ -191,25 +194,30 @@ def _member_manifest(name: str, gang: str) -> dict[str, Any]:
 async def main(args: argparse.Namespace) -> None:
     shape = f"{args.gangs} gangs x {args.size} pods (1 cpu each) on {args.nodes} nodes (4 cpu each)"
     if args.endpoint:
-        print(f"{shape}, through the local endpoint")
-        pods_per_s, latencies, arrival_times = await run_on_endpoint(args.nodes, args.gangs, args.size)
-        _print("default profile", args.size, pods_per_s, latencies, arrival_times)
+        print(f"{shape}, through the local endpoint (CPU: the scheduler's and the endpoint's)")
+        runs = []
+        for _ in range(args.runs):
+            gang_run, arrival_times = await run_on_endpoint(args.nodes, args.gangs, args.size)
+            _print("default profile", args.size, gang_run, arrival_times)
+            runs.append(gang_run)
+        print(over_runs(runs))
         return
     print(f"{shape}, in process")
     for label, config in (
         ("default profile", default_config(features=GATES)),
         ("no default spreading", parse_config(NO_DEFAULT_SPREAD, features=GATES)),
     ):
-        pods_per_s, latencies, arrival_times = await run(args.nodes, args.gangs, args.size, config)
-        _print(label, args.size, pods_per_s, latencies, arrival_times)
+        runs = []
+        for _ in range(args.runs):
+            gang_run, arrival_times = await run(args.nodes, args.gangs, args.size, config)
+            _print(label, args.size, gang_run, arrival_times)
+            runs.append(gang_run)
+        print(over_runs(runs))
 
 
-def _print(
-    label: str, size: int, pods_per_s: float, latencies: list[float], arrival_times: list[float]
-) -> None:
+def _print(label: str, size: int, gang_run: GangRun, arrival_times: list[float]) -> None:
     print(
-        f"  {label:<22} {pods_per_s:7.0f} pods/s; last member in -> gang bound: "
-        f"p50 {statistics.median(latencies) * 1000:.0f} ms, max {max(latencies) * 1000:.0f} ms; "
+        f"  {label:<22} {gang_run.line()}; "
         f"a gang's {size} arrivals: p50 {statistics.median(arrival_times) * 1000:.0f} ms"
     )
 
@@ -219,5 +227,6 @@ if __name__ == "__main__":
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--gangs", type=int, default=10)
     parser.add_argument("--size", type=int, default=100)
+    parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--endpoint", action="store_true", help="through the local endpoint (HTTP)")
     asyncio.run(main(parser.parse_args()))

@@ -101,7 +101,7 @@ def build_scheduler(
     cache = Cache(metrics=metrics, clock=clock.now)
     queue: SchedulingQueue | None = None
     listers = {} if listers is None else listers
-    members = PodGroupMembers(cache.assumed_node) if features.enabled(GENERIC_WORKLOAD) else None
+    members = PodGroupMembers(cache) if features.enabled(GENERIC_WORKLOAD) else None
 
     def the_queue() -> SchedulingQueue:
         assert queue is not None, "the queue is built right after the profiles"

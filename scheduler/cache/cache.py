@@ -22,7 +22,7 @@ import contextlib
 import functools
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Set
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
@@ -256,6 +256,10 @@ class Cache:
         """Undo an :meth:`assume_pod` of the running cycle at once, even while it holds the cache:
         the pod-group cycle tries a group's placements and takes them back before deciding."""
         self._forget(pod)
+
+    def assumed_uids(self) -> Set[str]:
+        """The uids of the pods assumed right now (a live, read-only view)."""
+        return self._assumed
 
     def assumed_node(self, uid: str) -> str:
         """The node an assumed pod is accounted on ("" when the pod is not assumed)."""

@@ -2,13 +2,16 @@
 
 A pod joins a group with ``spec.schedulingGroup.podGroupName`` (immutable). Whether a member is
 placed is read from the pod itself (bound) or from the cache (assumed), so the counts never lag
-behind a scheduling cycle: the pod-group cycle's trial placements count while they last.
+behind a scheduling cycle: the pod-group cycle's trial placements count while they last. Each
+group keeps the uids of its bound members as the informer's events come, and asks the cache for
+its assumed uids as one set: GangScheduling's Permit counts the placed members of a 100-pod gang
+for each member, so a set intersection instead of a call per member.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Set
+from typing import Any, Protocol
 
 from scheduler.api import Pod
 from scheduler.framework import ActionType, ClusterEvent
@@ -18,42 +21,74 @@ from scheduler.framework.interface import UNSCHEDULED_POD
 UNSCHEDULED_POD_ADD = ClusterEvent(UNSCHEDULED_POD, ActionType.ADD, "UnscheduledPodAdd")
 
 
+class AssumedPods(Protocol):
+    """The cache's assumed pods, as the members read them."""
+
+    def assumed_uids(self) -> Set[str]:
+        """The uids of the pods assumed right now (a live view: read, never kept)."""
+
+    def assumed_node(self, uid: str) -> str:
+        """The node an assumed pod is accounted on ("" when it is not assumed)."""
+
+
+class NoAssumedPods:
+    """No cache: a member is placed only once bound."""
+
+    def assumed_uids(self) -> Set[str]:
+        return frozenset()
+
+    def assumed_node(self, uid: str) -> str:
+        return ""
+
+
 class GroupMembers:
     """The members of one pod group (``framework.PodGroupState``)."""
 
-    __slots__ = ("_assumed_node", "pods")
+    __slots__ = ("_assumed", "bound", "pods")
 
-    def __init__(self, assumed_node: Callable[[str], str]) -> None:
+    def __init__(self, assumed: AssumedPods) -> None:
         self.pods: dict[str, Pod] = {}  # by uid, as the informer last saw them
-        self._assumed_node = assumed_node
+        self.bound: set[str] = set()  # uids of the pods above with a node
+        self._assumed = assumed
 
     @property
     def all_count(self) -> int:
         return len(self.pods)
 
+    def put(self, pod: Pod) -> None:
+        self.pods[pod.uid] = pod
+        if pod.node_name:
+            self.bound.add(pod.uid)
+        else:
+            self.bound.discard(pod.uid)
+
+    def drop(self, uid: str) -> None:
+        self.pods.pop(uid, None)
+        self.bound.discard(uid)
+
     def scheduled_uids(self) -> set[str]:
-        return {uid for uid, pod in self.pods.items() if pod.node_name or self._assumed_node(uid)}
+        return self.bound | (self.pods.keys() & self._assumed.assumed_uids())
 
     def scheduled_pods(self) -> list[Pod]:
         placed: list[Pod] = []
         for pod in self.pods.values():
             if pod.node_name:
                 placed.append(pod)
-            elif node := self._assumed_node(pod.uid):
+            elif node := self._assumed.assumed_node(pod.uid):
                 placed.append(pod.on_node(node))
         return placed
 
     def unscheduled_pods(self) -> list[Pod]:
-        return [pod for pod in self.pods.values() if not pod.node_name and not self._assumed_node(pod.uid)]
+        placed = self.scheduled_uids()
+        return [pod for uid, pod in self.pods.items() if uid not in placed]
 
 
 class PodGroupMembers:
-    """Every pod group's members by (namespace, name) (``framework.PodGroups``).
+    """Every pod group's members by (namespace, name) (``framework.PodGroups``); ``assumed`` is
+    the cache."""
 
-    ``assumed_node(uid)`` is the cache's: the node an assumed pod is accounted on, or ""."""
-
-    def __init__(self, assumed_node: Callable[[str], str] = lambda _uid: "") -> None:
-        self._assumed_node = assumed_node
+    def __init__(self, assumed: AssumedPods | None = None) -> None:
+        self._assumed = assumed or NoAssumedPods()
         self._groups: dict[tuple[str, str], GroupMembers] = {}
 
     def get(self, namespace: str, name: str) -> GroupMembers | None:
@@ -65,15 +100,15 @@ class PodGroupMembers:
         key = (pod.namespace, pod.pod_group)
         group = self._groups.get(key)
         if group is None:
-            group = self._groups[key] = GroupMembers(self._assumed_node)
-        group.pods[pod.uid] = pod
+            group = self._groups[key] = GroupMembers(self._assumed)
+        group.put(pod)
 
     def remove(self, pod: Pod) -> None:
         key = (pod.namespace, pod.pod_group)
         group = self._groups.get(key)
         if group is None:
             return
-        group.pods.pop(pod.uid, None)
+        group.drop(pod.uid)
         if not group.pods:
             del self._groups[key]
 

@@ -13,7 +13,7 @@ remove, assume, forget, expire), so assumed pods count here exactly as they do o
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping, Set
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -119,6 +119,13 @@ class PodIndex:
             for pod in _candidates(ns, selector):
                 if selector.matches(pod.labels):
                     yield pod
+
+    def uids_with_label(self, namespace: str, key: str, value: str) -> Set[str]:
+        """The uids of the pods of ``namespace`` labelled ``key=value`` (read only): what
+        ``matching`` yields for ``matchLabels: {key: value}``, without testing a label."""
+        ns = self._namespaces.get(namespace)
+        group = ns.by_label.get((key, value)) if ns is not None else None
+        return group.keys() if group is not None else frozenset()
 
     def count_by_node(self, namespace: str, selector: LabelSelector | None) -> Mapping[str, int]:
         """Non-terminating pods of ``namespace`` matching ``selector``, per node name (read only)."""

@@ -251,7 +251,7 @@ class SchedulingQueue:
                 self._try_ungate(self._gated[uid], FORCE_ACTIVATE)
             elif uid in self._in_flight:
                 # Requeue it as soon as its current cycle hands it back.
-                self._in_flight.record(EVENT_FORCE_ACTIVATE, None, pod)
+                self._in_flight.activated(EVENT_FORCE_ACTIVATE, pod)
                 self._move_request_cycle = self._cycle
         self._report()
 

@@ -61,7 +61,8 @@ class RankedNodes:
     ) -> RankedNodes:
         tie_breakers = np.random.default_rng(rng.getrandbits(64)).random(len(slots))
         order = np.lexsort((tie_breakers, totals))  # ascending: the best comes last
-        names = [table.info(int(slot)).name for slot in slots[order].tolist()]
+        infos = table.infos  # every feasible node's name, read straight from its row: ~400 per cycle
+        names = [infos[slot].node.name for slot in slots[order].tolist()]
         names.remove(chosen)
         return cls(names)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import builtins
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -480,12 +480,15 @@ class FakeHandle:
         self.recorded_metrics = RecordedMetrics()
         self.listers = {kind: FakeLister(objects) for kind, objects in (listers or {}).items()}
         self.extenders = tuple(extenders)
-        self.pod_groups = PodGroupMembers(self._assumed_node)
+        self.pod_groups = PodGroupMembers(self)
         for pod in [*(p for info in self._snapshot.node_infos() for p in info.pods.values()), *pods]:
             self.pod_groups.add(pod)
 
-    def _assumed_node(self, uid: str) -> str:
-        """Pods held at Permit count as placed, as assumed pods do in the scheduler."""
+    # Pods held at Permit count as placed, as assumed pods do in the scheduler (``AssumedPods``).
+    def assumed_uids(self) -> Set[str]:
+        return {waiting.pod.uid for waiting in self._waiting}
+
+    def assumed_node(self, uid: str) -> str:
         waiting = self._waiting.get(uid)
         return waiting.node_name if waiting is not None else ""
 

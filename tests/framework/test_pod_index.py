@@ -117,6 +117,18 @@ def test_count_by_node_counts_live_matching_pods_per_node(selector, expected) ->
     assert dict(index.count_by_node("default", selector)) == expected
 
 
+@pytest.mark.parametrize(
+    ("namespace", "key", "value"),
+    [("default", "app", "web"), ("default", "tier", "back"), ("other", "app", "web"), ("none", "app", "web")],
+)
+def test_uids_with_a_label_are_those_matching_that_one_label(namespace: str, key: str, value: str) -> None:
+    index = PodIndex()
+    for p in PODS:
+        index.add(p)
+    matching = {p.uid for p in index.matching([namespace], sel(matchLabels={key: value}))}
+    assert set(index.uids_with_label(namespace, key, value)) == matching
+
+
 def test_re_adding_a_pod_replaces_its_labels_and_node() -> None:
     index = PodIndex()
     index.add(pod("a", "n1", {"app": "web"}))
@@ -145,8 +157,9 @@ def test_the_snapshot_hands_out_the_caches_live_index() -> None:
     assert names(snapshot.pod_index().matching(None, sel())) == ["a"]
 
 
-def scan(cache: Cache) -> tuple[list[str], dict[str, int]]:
-    """Every placed pod and the live ``app=web`` pods per node, by scanning the NodeInfos."""
+def scan(cache: Cache) -> tuple[list[str], dict[str, int], list[str]]:
+    """Every placed pod, the live ``app=web`` pods per node and every ``app=web`` pod's uid, by
+    scanning the NodeInfos."""
     infos = cache._infos.values()
     every = sorted(p.uid for info in infos for p in info.pods.values())
     web = Counter(
@@ -155,12 +168,15 @@ def scan(cache: Cache) -> tuple[list[str], dict[str, int]]:
         for p in info.pods.values()
         if p.labels.get("app") == "web" and p.deletion_timestamp is None
     )
-    return every, dict(web)
+    web_uids = sorted(p.uid for info in infos for p in info.pods.values() if p.labels.get("app") == "web")
+    return every, dict(web), web_uids
 
 
-def indexed(cache: Cache) -> tuple[list[str], dict[str, int]]:
-    every = sorted(p.uid for p in cache.pod_index.matching(None, sel()))
-    return every, dict(cache.pod_index.count_by_node("default", sel(matchLabels={"app": "web"})))
+def indexed(cache: Cache) -> tuple[list[str], dict[str, int], list[str]]:
+    index = cache.pod_index
+    every = sorted(p.uid for p in index.matching(None, sel()))
+    web = dict(index.count_by_node("default", sel(matchLabels={"app": "web"})))
+    return every, web, sorted(index.uids_with_label("default", "app", "web"))
 
 
 def test_the_cache_keeps_the_index_equal_to_its_placements_through_every_path() -> None:

@@ -13,6 +13,7 @@ from scheduler.framework.interface import ASSIGNED_POD, NODE, UNSCHEDULED_POD, W
 from scheduler.queue import ProfilesPolicy, event_label, pod_update_events
 from scheduler.queue.heap import KeyedHeap
 from scheduler.queue.in_flight import InFlight
+from scheduler.testing import pod_dict
 
 
 def test_keyed_heap_matches_a_sorted_model_under_random_pushes_updates_and_removals():
@@ -116,6 +117,52 @@ def test_in_flight_keeps_events_only_while_an_older_pod_needs_them():
     assert len(flight) == 0
     flight.start("c")
     assert flight.events_since_start("c") == []
+
+
+def _first_occurrences(events: list) -> list:
+    """The distinct events in the order they first appear (what a verdict over them reads)."""
+    seen: list = []
+    for event in events:
+        if event not in seen:
+            seen.append(event)
+    return seen
+
+
+def test_in_flight_keeps_one_force_activation_per_pod_that_every_pod_in_flight_sees():
+    """A repeated force-activation is not kept when an earlier one is visible to every pod in
+    flight: each pod still sees the same distinct events in the same first order as with every
+    repeat kept (the verdicts read the best over them, the first to reach it naming it)."""
+    rng = random.Random(11)
+    kept, every = InFlight(), InFlight()
+    activation = ClusterEvent(WILDCARD, ActionType.ALL, "ForceActivate")
+    node_add = ClusterEvent(NODE, ActionType.ADD)
+    pods = {uid: Pod.from_dict(pod_dict(uid, uid=uid)) for uid in ("a", "b", "c", "d")}
+    flying: set[str] = set()
+    repeats = 0
+    for _ in range(3000):
+        uid = rng.choice(sorted(pods))
+        action = rng.random()
+        if action < 0.15 and uid not in flying:
+            kept.start(uid)
+            every.start(uid)
+            flying.add(uid)
+        elif action < 0.3 and uid in flying:
+            kept.finish(uid)
+            every.finish(uid)
+            flying.discard(uid)
+        elif action < 0.4:
+            kept.record(node_add, None, uid)
+            every.record(node_add, None, uid)
+        else:
+            before = len(kept.events_since_start(next(iter(flying)))) if flying else 0
+            kept.activated(activation, pods[uid])
+            every.record(activation, None, pods[uid])
+            repeats += bool(flying) and len(kept.events_since_start(next(iter(flying)))) == before
+        for flown in flying:
+            assert _first_occurrences(kept.events_since_start(flown)) == _first_occurrences(
+                every.events_since_start(flown)
+            )
+    assert repeats > 100  # repeats were left out, and the comparison above held with them out
 
 
 class FakeProfile:

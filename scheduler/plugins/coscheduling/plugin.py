@@ -21,7 +21,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from scheduler.api import LabelSelector, Pod
+from scheduler.api import Pod
 from scheduler.framework import (
     ActionType,
     ClusterEvent,
@@ -91,9 +91,8 @@ class Coscheduling:
 
     def placed(self, group: PodGroup) -> set[str]:
         """uids of the group's pods that are bound, binding or assumed (waiting at Permit)."""
-        selector = LabelSelector.parse({"matchLabels": {POD_GROUP_LABEL: group.name}})
         index = self.handle.snapshot.pod_index()
-        return {p.uid for p in index.matching([group.namespace], selector)}
+        return set(index.uids_with_label(group.namespace, POD_GROUP_LABEL, group.name))
 
     def wait_seconds(self, group: PodGroup) -> float:
         if group.schedule_timeout_seconds:

@@ -7,6 +7,7 @@ lets them all go. Pods without a group, and groups with a basic policy, pass unt
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
@@ -35,10 +36,20 @@ NAME = "GangScheduling"
 PERMIT_TIMEOUT_SECONDS = 300.0
 WAITING_FOR_QUORUM = "waiting for minCount pods from a gang to be scheduled"
 WAITING_FOR_MEMBERS = "waiting for minCount pods from a gang to appear in scheduling queue"
+# PreEnqueue's answer for every member of a gang still short of minCount, once per member each time
+# another member arrives: one Status made once, already naming the plugin
+MEMBERS_MISSING = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (WAITING_FOR_MEMBERS,), NAME)
 
 
 def waiting_for_group(name: str) -> str:
     return f'waiting for pods\'s pod group "{name}" to appear in scheduling queue'
+
+
+@functools.lru_cache(maxsize=256)
+def _group_missing(name: str) -> Status:
+    """PreEnqueue's answer for the members of a PodGroup not seen yet (asked as often as
+    ``MEMBERS_MISSING``: members usually arrive before their group's informer event)."""
+    return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (waiting_for_group(name),), NAME)
 
 
 class GangScheduling:
@@ -75,13 +86,13 @@ class GangScheduling:
             return None
         group = pod_group_of(self.handle, pod)
         if group is None:
-            return Status.unresolvable(waiting_for_group(pod.pod_group))
+            return _group_missing(pod.pod_group)
         min_count = gang_min_count(group)
         if min_count is None:
             return None
         members = self.handle.pod_groups.get(pod.namespace, pod.pod_group)
         if (members.all_count if members is not None else 0) < min_count:
-            return Status.unresolvable(WAITING_FOR_MEMBERS)
+            return MEMBERS_MISSING
         return None
 
     def permit(self, state: CycleState, pod: Pod, node_name: str) -> tuple[Status | None, float]:
