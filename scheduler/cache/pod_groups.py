@@ -11,14 +11,23 @@ for each member, so a set intersection instead of a call per member.
 from __future__ import annotations
 
 from collections.abc import Set
-from typing import Any, Protocol
+from typing import Protocol
 
 from scheduler.api import Pod
+from scheduler.client.informer import EventHandler
 from scheduler.framework import ActionType, ClusterEvent
 from scheduler.framework.interface import UNSCHEDULED_POD
 
 # What upstream's event handler sends every queued pod when a member arrives (GangScheduling on).
 UNSCHEDULED_POD_ADD = ClusterEvent(UNSCHEDULED_POD, ActionType.ADD, "UnscheduledPodAdd")
+
+
+class ClusterEvents(Protocol):
+    """Where a member's arrival is told as a cluster event (the scheduling queue)."""
+
+    def on_cluster_event(
+        self, event: ClusterEvent, old: object, new: object, *, exclude: str = ""
+    ) -> None: ...
 
 
 class AssumedPods(Protocol):
@@ -112,7 +121,7 @@ class PodGroupMembers:
         if not group.pods:
             del self._groups[key]
 
-    def handler(self, inner: Any, queue: Any, *, wake_gangs: bool) -> MemberEvents:
+    def handler(self, inner: EventHandler[Pod], queue: ClusterEvents, *, wake_gangs: bool) -> MemberEvents:
         """The pod informer's ``inner`` handler, keeping the members first. ``wake_gangs``
         (GangScheduling): a new pending member is a cluster event for every queued pod, so a gang
         held at PreEnqueue re-checks its count, as upstream's handler does."""
@@ -122,7 +131,9 @@ class PodGroupMembers:
 class MemberEvents:
     """Pod events: members updated before the scheduler's own handler sees the pod."""
 
-    def __init__(self, inner: Any, members: PodGroupMembers, queue: Any, wake_gangs: bool) -> None:
+    def __init__(
+        self, inner: EventHandler[Pod], members: PodGroupMembers, queue: ClusterEvents, wake_gangs: bool
+    ) -> None:
         self._inner = inner
         self._members = members
         self._queue = queue
