@@ -77,7 +77,11 @@ async def run(args: argparse.Namespace) -> int:
         features = FeatureGates.parse(args.feature_gates)
         sources = load_registry(args.plugins)
         plugin_args = declared_args(sources)
-        config = load_config(args.config, plugin_args) if args.config else default_config(plugin_args)
+        config = (
+            load_config(args.config, plugin_args, features)
+            if args.config
+            else default_config(plugin_args, features)
+        )
         registry = factories(sources)
         check_profiles(config, registry, features)
     except (FeatureGateError, PluginLoadError, ConfigError, FrameworkError) as exc:
