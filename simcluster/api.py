@@ -271,12 +271,20 @@ class Api:
             meta.setdefault("uid", str(uuid.uuid4()))
             meta.setdefault("creationTimestamp", now())
             obj: Obj = {**raw, "kind": rt.kind, "apiVersion": rt.stored_api_version, "metadata": meta}
+            if rt is crds.CRD:  # served at once: one that cannot be served is left out
+                try:
+                    crds.prepare(obj)
+                except ApiError as exc:
+                    problems.append(f"{rt.plural} {name}: skipped, {exc}")
+                    continue
             items.append((self.store.key(ns, name), obj))
             refs = meta.get("ownerReferences")
             for ref in refs if isinstance(refs, list) else ():
                 if isinstance(ref, dict):  # the garbage collector's index, as _index_owners keeps it
                     self._dependents.setdefault(ref.get("uid", ""), set()).add((store_name(rt), items[-1][0]))
         self.store.load(store_name(rt), items)
+        if rt is crds.CRD:
+            self.custom_resources.restored([obj for _, obj in items])
         return problems
 
     def get(self, rt: ResourceType, namespace: str | None, name: str) -> Entry:

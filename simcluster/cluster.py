@@ -196,10 +196,12 @@ class SimCluster:
     def load(self, objects: Mapping[str, Iterable[Any]]) -> list[str]:
         """Restore objects in bulk, keyed by store name ("pods", "persistentvolumes", ...), as read
         from a cluster: kept as they are (status, uid, nodeName), without watch events or
-        controller reactions (see `Api.load`); namespaces first, so their members find them.
+        controller reactions (see `Api.load`); namespaces first, so their members find them,
+        then CustomResourceDefinitions, served at once so their custom resources load too.
         Returns one line per object skipped or resource not served."""
         problems: list[str] = []
-        for resource in sorted(objects, key=lambda name: name != "namespaces"):
+        first = ("namespaces", "customresourcedefinitions")
+        for resource in sorted(objects, key=lambda name: first.index(name) if name in first else len(first)):
             rt = self.api.kinds.by_store_name.get(resource)
             if rt is None or not rt.stored:
                 problems.append(f"{resource}: skipped, the local endpoint does not serve it")

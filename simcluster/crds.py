@@ -190,6 +190,14 @@ class CustomResources:
             self.api.kinds.register(name, served_versions(event.obj))
         _soon(lambda: self._set_status(name))
 
+    def restored(self, crds: list[Obj]) -> None:
+        """Serve CRDs restored in bulk (``Api.load``, which calls no listener) at once, so the
+        custom resources of the same snapshot can be restored after them."""
+        for crd in crds:
+            name = crd["metadata"]["name"]
+            self._specs[name] = crd.get("spec")
+            self.api.kinds.register(name, served_versions(crd))
+
     def _set_status(self, name: str) -> None:
         """What the naming and establishing controllers write once the names are served."""
         api = self.api

@@ -19,17 +19,13 @@ from scheduler import logs
 from scheduler.app import MissingResource, SchedulerApp
 from scheduler.client.config import ClientConfigError, load_client_config
 from scheduler.cmd.flags import add_plugin_arguments
-from scheduler.config import ConfigError, default_config, load_config
 from scheduler.explain.evaluate import explain_pod
 from scheduler.explain.lookup import ExplainRefused, pending_pod
 from scheduler.explain.model import Explanation
 from scheduler.explain.remote import RemoteError, ask_server
 from scheduler.explain.render import render
-from scheduler.features import FeatureGateError, FeatureGates
-from scheduler.plugins.loading import PluginLoadError, declared_args, factories, load_registry
-from scheduler.policy import check_profiles, watched_kinds
-from scheduler.runtime import FrameworkError
 from scheduler.serving.options import ServingOptions
+from scheduler.startup import StartupError, scheduler_setup
 
 LIST_TIMEOUT = 60.0  # seconds for the initial lists
 
@@ -74,26 +70,21 @@ async def run(args: argparse.Namespace) -> int:
     if args.server:
         return await _remote(args)
     try:
-        features = FeatureGates.parse(args.feature_gates)
-        sources = load_registry(args.plugins)
-        plugin_args = declared_args(sources)
-        config = load_config(args.config, plugin_args) if args.config else default_config(plugin_args)
-        registry = factories(sources)
-        check_profiles(config, registry, features)
-    except (FeatureGateError, PluginLoadError, ConfigError, FrameworkError) as exc:
+        setup = scheduler_setup(args.config, args.plugins, args.feature_gates)
+    except StartupError as exc:
         print(
             f"pyscheduler explain: invalid configuration {args.config or '(defaults)'}: {exc}",
             file=sys.stderr,
         )
         return 2
-    config.leader_election.leader_elect = False
+    setup.config.leader_election.leader_elect = False
     app = SchedulerApp(
-        config,
+        setup.config,
         kubeconfig=args.kubeconfig,
         serving=ServingOptions(plain_http=True),
-        registry=registry,
-        watches=watched_kinds(config, sources),
-        features=features,
+        registry=setup.registry,
+        watches=setup.watches,
+        features=setup.features,
     )
     return await _standalone(app, args)
 

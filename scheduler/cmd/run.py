@@ -15,13 +15,11 @@ import sys
 from scheduler import logs
 from scheduler.app import SchedulerApp
 from scheduler.cmd.flags import add_plugin_arguments
-from scheduler.config import ConfigError, default_config, load_config
-from scheduler.features import FeatureGateError, FeatureGates
-from scheduler.plugins.loading import PluginLoadError, declared_args, factories, load_registry
-from scheduler.policy import check_profiles, refuse_default_scheduler, refuse_shadow, watched_kinds
-from scheduler.runtime import FrameworkError
+from scheduler.config import SchedulerConfiguration
+from scheduler.policy import refuse_default_scheduler, refuse_shadow
 from scheduler.serving import TLSConfigError
 from scheduler.serving import options as serving_options
+from scheduler.startup import StartupError, scheduler_setup
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -70,41 +68,19 @@ def _parse_bool(text: str) -> bool:
 
 def main(args: argparse.Namespace) -> int:
     logs.configure(args.verbosity, args.logging_format)
+
+    def adjust(config: SchedulerConfiguration) -> None:
+        if args.leader_elect is not None:
+            config.leader_election.leader_elect = args.leader_elect
+        refusal = refuse_default_scheduler(config) if not args.allow_default_scheduler_name else None
+        refusal = refusal or refuse_shadow(config, args.shadow)
+        if refusal:
+            raise StartupError("adjust", refusal)
+
     try:
-        features = FeatureGates.parse(args.feature_gates)
-    except FeatureGateError as exc:
-        print(
-            f'pyscheduler: invalid argument "{args.feature_gates}" for "--feature-gates" flag: {exc}',
-            file=sys.stderr,
-        )
-        return 2
-    try:
-        sources = load_registry(args.plugins)
-    except PluginLoadError as exc:
-        print(f"pyscheduler: {exc}", file=sys.stderr)
-        return 2
-    plugin_args = declared_args(sources)
-    try:
-        config = (
-            load_config(args.config, plugin_args, features)
-            if args.config
-            else default_config(plugin_args, features)
-        )
-    except ConfigError as exc:
-        print(f"pyscheduler: invalid configuration {args.config}: {exc}", file=sys.stderr)
-        return 2
-    if args.leader_elect is not None:
-        config.leader_election.leader_elect = args.leader_elect
-    refusal = refuse_default_scheduler(config) if not args.allow_default_scheduler_name else None
-    refusal = refusal or refuse_shadow(config, args.shadow)
-    if refusal:
-        print(f"pyscheduler: {refusal}", file=sys.stderr)
-        return 2
-    registry = factories(sources)
-    try:
-        check_profiles(config, registry, features)
-    except FrameworkError as exc:
-        print(f"pyscheduler: invalid configuration {args.config or '(defaults)'}: {exc}", file=sys.stderr)
+        setup = scheduler_setup(args.config, args.plugins, args.feature_gates, adjust)
+    except StartupError as exc:
+        print(f"pyscheduler: {_startup_message(exc, args)}", file=sys.stderr)
         return 2
     serving = serving_options.from_args(args)
     try:
@@ -113,13 +89,22 @@ def main(args: argparse.Namespace) -> int:
         print(f"pyscheduler: {exc}", file=sys.stderr)
         return 2
     app = SchedulerApp(
-        config,
+        setup.config,
         kubeconfig=args.kubeconfig,
         serving=serving,
-        registry=registry,
-        watches=watched_kinds(config, sources),
-        features=features,
+        registry=setup.registry,
+        watches=setup.watches,
+        features=setup.features,
         tune_gc=True,
         shadow=args.shadow,
     )
     return asyncio.run(app.run())
+
+
+def _startup_message(error: StartupError, args: argparse.Namespace) -> str:
+    """Worded as kube-scheduler words a bad flag; the configuration's errors name the file."""
+    if error.step == "feature-gates":
+        return f'invalid argument "{args.feature_gates}" for "--feature-gates" flag: {error}'
+    if error.step in ("config", "profiles"):
+        return f"invalid configuration {args.config or '(defaults)'}: {error}"
+    return str(error)  # a plugin that cannot be loaded, a refusal: the message says it all

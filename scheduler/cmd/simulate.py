@@ -12,8 +12,7 @@ import asyncio
 import json
 import logging
 import sys
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,17 +23,12 @@ from scheduler.client.config import ClientConfigError
 from scheduler.client.kubeconfig.errors import KubeconfigError
 from scheduler.client.rest import ApiError
 from scheduler.cmd.flags import add_plugin_arguments
-from scheduler.config import ConfigError, SchedulerConfiguration, default_config, load_config
-from scheduler.features import FeatureGateError, FeatureGates
-from scheduler.framework import PluginFactory
-from scheduler.plugins.loading import PluginLoadError, declared_args, factories, load_registry
-from scheduler.policy import check_profiles, watched_kinds
-from scheduler.runtime import FrameworkError
 from scheduler.simulate import html, manifests, report
 from scheduler.simulate.engine import Outcome, Simulation, SimulationError
 from scheduler.simulate.nodes import TemplateError, new_node, new_node_names, node_template, slices_like
 from scheduler.simulate.snapshot import SnapshotError, read_cluster, read_snapshot
 from scheduler.simulate.workloads import ManifestError, expand
+from scheduler.startup import SchedulerSetup, StartupError, scheduler_setup
 
 
 class UsageError(Exception):
@@ -106,28 +100,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for decisions (120)")
 
 
-@dataclass(frozen=True, slots=True)
-class SchedulerSetup:
-    """What the simulated scheduler is built from: `pyscheduler run`'s config, plugins, gates."""
-
-    config: SchedulerConfiguration
-    registry: Mapping[str, PluginFactory]
-    watches: Sequence[str]
-    features: FeatureGates
-
-
 def _setup(args: argparse.Namespace) -> SchedulerSetup:
-    path = args.config
     try:
-        features = FeatureGates.parse(args.feature_gates)
-        sources = load_registry(args.plugins)
-        plugin_args = declared_args(sources)
-        config = load_config(path, plugin_args, features) if path else default_config(plugin_args, features)
-        registry = factories(sources)
-        check_profiles(config, registry, features)
-    except (FeatureGateError, PluginLoadError, ConfigError, FrameworkError) as exc:
-        raise UsageError(f"invalid configuration {path or '(defaults)'}: {exc}") from exc
-    return SchedulerSetup(config, registry, watched_kinds(config, sources), features)
+        return scheduler_setup(args.config, args.plugins, args.feature_gates)
+    except StartupError as exc:
+        raise UsageError(f"invalid configuration {args.config or '(defaults)'}: {exc}") from exc
 
 
 def _capacity_pod(path: str, scheduler_name: str) -> dict[str, Any]:

@@ -19,11 +19,11 @@ from typing import Any, TextIO
 
 import yaml
 
+from scheduler.simulate.snapshot import COSCHEDULING_PODGROUPS
 from scheduler.simulate.workloads import SUPPORTED, ManifestError, Workload, expand
 
 Obj = dict[str, Any]
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
-COSCHEDULING_PODGROUPS = "podgroups.scheduling.x-k8s.io"  # the CRD's store name once installed
 
 # (API group, kind) -> store name, in the order they are applied: what others refer to first.
 APPLIED: dict[tuple[str, str], str] = {

@@ -14,7 +14,8 @@ A snapshot is one JSON document (format version 1)::
       "skipped": ["resourceclaimtemplates (resource.k8s.io/v1): not served by the cluster"]
     }
 
-``objects`` holds every kind of `KINDS` the cluster serves, each object as the API server
+``objects`` holds every kind of `KINDS` the cluster serves, and scheduler-plugins' PodGroups
+with their CustomResourceDefinition where the cluster serves them; each object as the API server
 returned it minus ``metadata.managedFields`` (status, uid and nodeName kept). A reader of format
 version 1 ignores keys it does not know; a later format changes ``formatVersion``.
 Taking one only LISTs (paginated), so read-only access is enough.
@@ -31,6 +32,7 @@ from typing import Any
 from scheduler.client.config import load_client_config
 from scheduler.client.rest import KubeClient, raise_for_status
 from scheduler.framework.interface import ApiClient
+from scheduler.plugins.coscheduling import PODGROUPS as COSCHEDULING_KIND
 from scheduler.plugins.gangscheduling import PODGROUPS
 from scheduler.watched import DEVICE_TAINT_RULES, PLUGIN_RESOURCES
 
@@ -82,6 +84,14 @@ KINDS: tuple[SnapshotKind, ...] = tuple(
 )
 
 
+# scheduler-plugins' PodGroups (Coscheduling), with their CRD so that a copy of the cluster
+# serves them: taken only where the cluster serves scheduling.x-k8s.io, else left out silently
+# (most clusters do not run Coscheduling). Their store name is the CRD's name.
+COSCHEDULING_PODGROUPS = "podgroups.scheduling.x-k8s.io"
+_COSCHEDULING_PATH = f"/apis/{COSCHEDULING_KIND}"
+_COSCHEDULING_CRD = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{COSCHEDULING_PODGROUPS}"
+
+
 class SnapshotError(Exception):
     """A snapshot file that cannot be used; the message names the file and the problem."""
 
@@ -128,6 +138,11 @@ async def take_snapshot(client: ApiClient, server: str = "") -> tuple[dict[str, 
             skipped.append(f"{kind.name} ({kind.group_version}): not served by the cluster, skipped")
             continue
         objects[kind.name] = items
+    groups = await list_all(client, _COSCHEDULING_PATH)
+    if groups is not None:
+        crd = raise_for_status(await client.request("GET", _COSCHEDULING_CRD))
+        objects["customresourcedefinitions"] = [_clean(crd)]
+        objects[COSCHEDULING_PODGROUPS] = groups
     snapshot = {
         "apiVersion": API_VERSION,
         "kind": KIND,

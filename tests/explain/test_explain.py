@@ -246,3 +246,24 @@ async def test_a_pod_is_evaluated_with_the_profile_it_names(cluster, capsys, tmp
         "json",
     )
     assert code == 0 and [row["node"] for row in answer["rejected"]] == ["gpu-0000"]
+
+
+async def test_the_feature_gates_given_shape_the_default_profile(cluster, capsys, tmp_path):
+    """With the Workload API gates on, the default profile has GangScheduling, whose PreEnqueue
+    holds back a gang member until the group's minCount pods exist."""
+    group = {
+        "apiVersion": "scheduling.k8s.io/v1alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": "train", "namespace": "default"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 3}}},
+    }
+    await cluster.create("podgroups", group)
+    await cluster.create("pods", pod_manifest("train-0", schedulingGroup={"podGroupName": "train"}))
+    kc = kubeconfig(cluster, tmp_path)
+    gates = "GenericWorkload=true,GangScheduling=true"
+    code, answer, err = await run_explain(
+        capsys, "train-0", "--kubeconfig", kc, "--feature-gates", gates, "-o", "json"
+    )
+    assert code == 0, err
+    held_back = "PreEnqueue plugin GangScheduling keeps it out of the active queue"
+    assert [note for note in answer["notes"] if note.startswith(held_back)], answer["notes"]

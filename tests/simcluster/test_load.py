@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -16,6 +17,7 @@ from scheduler.client.informer import Informer
 from scheduler.client.rest import KubeClient
 from simcluster import SimCluster
 from tests.support.cluster import eventually
+from tests.support.coscheduling import CRD, podgroup
 
 
 def bound_pod(name: str, node: str, namespace: str = "default") -> dict[str, Any]:
@@ -134,6 +136,24 @@ async def test_namespaces_load_first_so_their_members_find_them(sim: SimCluster)
     )
     assert problems == []
     assert sim.store.get("pods", "team", "a") is not None
+
+
+async def test_crds_load_next_and_are_served_so_their_resources_load_too(sim: SimCluster) -> None:
+    """A restored CRD is served at once; one that cannot be served is reported and left out."""
+    broken = {"metadata": {"name": "broken.example.com"}, "spec": {"group": "example.com"}}
+    problems = sim.load(
+        {
+            "podgroups.scheduling.x-k8s.io": [podgroup("train", 2)],
+            "customresourcedefinitions": [copy.deepcopy(CRD), broken],
+        }
+    )
+    assert len(problems) == 1 and problems[0].startswith(
+        "customresourcedefinitions broken.example.com: skipped"
+    )
+    assert sim.store.get("podgroups.scheduling.x-k8s.io", "default", "train") is not None
+    assert [c["metadata"]["name"] for c in sim.store.list("customresourcedefinitions")] == [
+        CRD["metadata"]["name"]
+    ]
 
 
 async def test_volume_controllers_run_without_workload_controllers() -> None:
