@@ -140,9 +140,15 @@ async def take_snapshot(client: ApiClient, server: str = "") -> tuple[dict[str, 
         objects[kind.name] = items
     groups = await list_all(client, _COSCHEDULING_PATH)
     if groups is not None:
-        crd = raise_for_status(await client.request("GET", _COSCHEDULING_CRD))
-        objects["customresourcedefinitions"] = [_clean(crd)]
-        objects[COSCHEDULING_PODGROUPS] = groups
+        crd = await client.request("GET", _COSCHEDULING_CRD)
+        if crd.status in (403, 404):  # read-only access that does not reach CRDs: the gangs stay out
+            skipped.append(
+                f"{COSCHEDULING_PODGROUPS}: its CustomResourceDefinition could not be read "
+                f"(HTTP {crd.status}), skipped"
+            )
+        else:
+            objects["customresourcedefinitions"] = [_clean(raise_for_status(crd))]
+            objects[COSCHEDULING_PODGROUPS] = groups
     snapshot = {
         "apiVersion": API_VERSION,
         "kind": KIND,

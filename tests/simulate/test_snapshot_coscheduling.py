@@ -54,3 +54,15 @@ async def test_a_coscheduling_gang_simulates_from_the_snapshot_alone(
     # all three placed, one per node: the group (minMember 3) was restored with its CRD
     assert sorted(p["node"] for p in report["placements"]) == ["n-0", "n-0-new-1", "n-1"]
     assert report["pending"] == [] and report["applied"] == []
+
+
+async def test_podgroups_whose_crd_cannot_be_read_are_left_out_with_a_line(tmp_path: Path) -> None:
+    async with SimCluster(nodes=1, kubelet=False, controllers=False) as sim:
+        await install_crd(sim)
+        await sim.create(COSCHEDULING_PODGROUPS, podgroup("train", 3))
+        sim.faults.set_error("get", "customresourcedefinitions", 1.0, code=403)
+        snapshot, skipped = await read_cluster(str(sim.write_kubeconfig(tmp_path / "kubeconfig")))
+    assert skipped == [
+        f"{COSCHEDULING_PODGROUPS}: its CustomResourceDefinition could not be read (HTTP 403), skipped"
+    ]
+    assert {"customresourcedefinitions", COSCHEDULING_PODGROUPS}.isdisjoint(snapshot["objects"])
