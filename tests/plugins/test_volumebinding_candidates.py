@@ -6,7 +6,7 @@ import random
 from typing import Any
 
 from scheduler.plugins.volumebinding.candidates import CandidateVolumes, pinned_hostnames
-from scheduler.plugins.volumebinding.storage import find_matching_volume
+from scheduler.plugins.volumebinding.storage import IdentityMemo, find_matching_volume
 
 HOSTNAME = "kubernetes.io/hostname"
 HOSTS = [f"node-{i}" for i in range(6)]
@@ -97,3 +97,18 @@ def test_only_a_hostname_in_requirement_in_every_term_pins_a_volume() -> None:
     )
     assert pinned_hostnames(pv([expression(HOSTNAME, "NotIn", ["a"])])) is None
     assert pinned_hostnames({"spec": {}}) is None
+
+
+def test_the_identity_memo_answers_for_the_very_object_only() -> None:
+    calls: list[dict[str, Any]] = []
+
+    def compute(obj: dict[str, Any]) -> int:
+        calls.append(obj)
+        return len(obj)
+
+    memo: IdentityMemo[int] = IdentityMemo(compute, size=2)
+    first, twin, third = {"a": 1}, {"a": 1}, {"b": 2, "c": 3}
+    assert [memo.get(first), memo.get(first), memo.get(twin)] == [1, 1, 1]
+    assert calls == [first, twin] and calls[1] is twin  # an equal object is another object
+    assert memo.get(third) == 2  # the memo was full: it started over
+    assert memo.get(first) == 1 and len(calls) == 4

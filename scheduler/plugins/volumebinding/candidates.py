@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from scheduler.plugins.volumebinding.storage import Obj, spec
+from scheduler.plugins.volumebinding.storage import IdentityMemo, Obj, spec
 
 HOSTNAME = "kubernetes.io/hostname"
 
@@ -24,6 +24,10 @@ def pinned_hostnames(pv: Obj) -> frozenset[str] | None:
     required = (spec(pv).get("nodeAffinity") or {}).get("required")
     if not isinstance(required, Mapping):
         return None
+    return _PINNED.get(required)
+
+
+def _required_hostnames(required: Mapping[str, Any]) -> frozenset[str] | None:
     terms = required.get("nodeSelectorTerms")
     if not isinstance(terms, list) or not terms:
         return None
@@ -52,6 +56,9 @@ def _term_hostnames(term: Any) -> set[str] | None:
         ):
             return set(values)
     return None
+
+
+_PINNED: IdentityMemo[frozenset[str] | None] = IdentityMemo(_required_hostnames)
 
 
 class CandidateVolumes:
