@@ -23,6 +23,17 @@ variant has, are created already bound (round-robin, the placement the scheduler
 identical pods on identical empty nodes) in their own namespace; the ``--pods`` measured pods
 are the workload's template, posted to its measured namespace, and are what the figures count.
 
+Two more shapes (``--workload preemption`` / ``wffc``):
+
+- preemption: upstream's PreemptionBasic (misc/performance-config.yaml, 1000Nodes: 4,000 init
+  pods, 1,000 measured): node-default nodes, each full with 4 low-priority pods of 900m (created
+  bound), then ``--pods`` priority-10 pods of 3 CPUs; each preempts 3 victims (deleted through the
+  API, at once: no kubelet) and binds on its nominated node once they are gone.
+- wffc: WaitForFirstConsumer local volumes: a StorageClass without provisioner, two local PVs
+  (1Gi, node affinity to one node's hostname) per measured pod spread round-robin over the
+  nodes, one claim per pod; VolumeBinding finds a free PV on each node it filters and PreBind
+  binds it (the endpoint's PV controller completes the claim).
+
 Figures are printed, never asserted.
 """
 
@@ -42,6 +53,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import orjson
@@ -63,7 +75,11 @@ nodeGroups:
     zones: [{zones}]
 """
 # the workloads whose init pods can be placed up front as upstream's scheduler would place them
-E2E_WORKLOADS = ("SchedulingBasic", "NodeAffinity", "TopologySpreading", "PodAntiAffinity")
+UPSTREAM_E2E_WORKLOADS = ("SchedulingBasic", "NodeAffinity", "TopologySpreading", "PodAntiAffinity")
+PREEMPTION, WFFC = "preemption", "wffc"
+E2E_WORKLOADS = (*UPSTREAM_E2E_WORKLOADS, PREEMPTION, WFFC)
+PREEMPTION_VICTIMS_PER_NODE = 4  # PreemptionBasic: 4,000 init pods on 1,000 nodes
+PVS_PER_POD = 2
 CONFIG = """\
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
@@ -152,8 +168,54 @@ class PodSource:
     body: Callable[[int], bytes] = pod
 
 
-def workload_pods(name: str, nodes: int) -> tuple[PodSource, PodSource | None]:
-    """A scheduler_perf workload's measured pods and its init pods (bound, round-robin) if any."""
+@dataclass(frozen=True, slots=True)
+class Objects:
+    """``count`` objects posted to ``path`` before the scheduler starts (``body(i)`` each)."""
+
+    path: str
+    count: int
+    body: Callable[[int], bytes]
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """A run's cluster: the node template, the measured pods, what exists before the start."""
+
+    node_template: str
+    measured: PodSource
+    before: tuple[Objects, ...] = ()
+    init_pods: int = 0  # pods among ``before``, for the report
+
+
+def namespace(name: str) -> Objects:
+    return Objects("/api/v1/namespaces", 1, lambda _: orjson.dumps({"metadata": {"name": name}}))
+
+
+def bound_pods(
+    namespace: str, count: int, build: Callable[[str, str], dict[str, Any]], prefix: str, nodes: int
+) -> Objects:
+    """``count`` pods of a template, bound round-robin to sim-cluster's workload nodes."""
+
+    def body(i: int) -> bytes:
+        obj = build(f"{prefix}{i:06d}", namespace)
+        obj["spec"]["nodeName"] = f"{NODE_PREFIX}{i % nodes:04d}"  # sim-cluster's node names
+        return orjson.dumps(obj)
+
+    return Objects(f"/api/v1/namespaces/{namespace}/pods", count, body)
+
+
+def workload_node_template(nodes: int, zones: tuple[str, ...] = ()) -> str:
+    return WORKLOAD_NODE_TEMPLATE.format(
+        prefix=NODE_PREFIX, count=nodes, zones=", ".join(zones), **NODE_CAPACITY
+    )
+
+
+def workload_shape(name: str, nodes: int, pods: int) -> Shape:
+    """The cluster of a ``--workload`` run (see the module docstring)."""
+    if name == PREEMPTION:
+        return preemption_shape(nodes)
+    if name == WFFC:
+        return wffc_shape(nodes, pods)
     workload = WORKLOADS[name]
     measured = workload.measured
     template = POD_TEMPLATES[measured.template]
@@ -161,17 +223,94 @@ def workload_pods(name: str, nodes: int) -> tuple[PodSource, PodSource | None]:
     def measured_body(i: int) -> bytes:
         return orjson.dumps(template.build(f"{template.prefix}{i:06d}", measured.namespace))
 
+    source = PodSource(measured.namespace, measured_body)
+    node_template = workload_node_template(nodes, workload.zones)
     init = workload.init
     if init is None:
-        return PodSource(measured.namespace, measured_body), None
+        return Shape(node_template, source, (namespace(measured.namespace),))
+    count = init_pod_count(name, nodes)
     init_template = POD_TEMPLATES[init.template]
+    before = (
+        namespace(measured.namespace),
+        namespace(init.namespace),
+        bound_pods(init.namespace, count, init_template.build, init_template.prefix, nodes),
+    )
+    return Shape(node_template, source, before, count)
 
-    def init_body(i: int) -> bytes:
-        body = init_template.build(f"{init_template.prefix}{i:06d}", init.namespace)
-        body["spec"]["nodeName"] = f"{NODE_PREFIX}{i % nodes:04d}"  # sim-cluster's node names
-        return orjson.dumps(body)
 
-    return PodSource(measured.namespace, measured_body), PodSource(init.namespace, init_body)
+def preemption_shape(nodes: int) -> Shape:
+    low, high = POD_TEMPLATES["pod-low-priority"], POD_TEMPLATES["pod-high-priority"]
+    count = PREEMPTION_VICTIMS_PER_NODE * nodes
+
+    def measured_body(i: int) -> bytes:
+        return orjson.dumps(high.build(f"{high.prefix}{i:06d}", "preemptors"))
+
+    before = (
+        namespace("preemptors"),
+        namespace("victims"),
+        bound_pods("victims", count, low.build, low.prefix, nodes),
+    )
+    return Shape(workload_node_template(nodes), PodSource("preemptors", measured_body), before, count)
+
+
+STORAGE_CLASS = "local-wffc"
+
+
+def wffc_shape(nodes: int, pods: int) -> Shape:
+    def storage_class(_: int) -> bytes:
+        return orjson.dumps(
+            {
+                "apiVersion": "storage.k8s.io/v1",
+                "kind": "StorageClass",
+                "metadata": {"name": STORAGE_CLASS},
+                "provisioner": "kubernetes.io/no-provisioner",
+                "volumeBindingMode": "WaitForFirstConsumer",
+            }
+        )
+
+    def volume(i: int) -> bytes:
+        hostname = {"key": "kubernetes.io/hostname", "operator": "In", "values": [f"node-{i % nodes:04d}"]}
+        return orjson.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolume",
+                "metadata": {"name": f"local-{i:06d}"},
+                "spec": {
+                    "capacity": {"storage": "1Gi"},
+                    "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": STORAGE_CLASS,
+                    "local": {"path": f"/mnt/disks/{i}"},
+                    "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [hostname]}]}},
+                },
+            }
+        )
+
+    def claim(i: int) -> bytes:
+        return orjson.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": f"data-{i:05d}", "namespace": "wffc"},
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": STORAGE_CLASS,
+                    "resources": {"requests": {"storage": "1Gi"}},
+                },
+            }
+        )
+
+    def measured_body(i: int) -> bytes:
+        obj = orjson.loads(pod(i))
+        obj["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": f"data-{i:05d}"}}]
+        return orjson.dumps(obj)
+
+    before = (
+        namespace("wffc"),
+        Objects("/apis/storage.k8s.io/v1/storageclasses", 1, storage_class),
+        Objects("/api/v1/persistentvolumes", PVS_PER_POD * pods, volume),
+        Objects("/api/v1/namespaces/wffc/persistentvolumeclaims", pods, claim),
+    )
+    return Shape(NODE_TEMPLATE.format(count=nodes), PodSource("wffc", measured_body), before)
 
 
 def init_pod_count(name: str, nodes: int) -> int:
@@ -180,22 +319,26 @@ def init_pod_count(name: str, nodes: int) -> int:
     return round(init.count * nodes / UPSTREAM_NODES) if init is not None else 0
 
 
-async def create_pods(
-    session: aiohttp.ClientSession, url: str, start: int, stop: int, source: PodSource | None = None
-) -> None:
-    source = source or PodSource()
-    path = f"{url}/api/v1/namespaces/{source.namespace}/pods"
-    pending = iter(range(start, stop))
+async def post_all(session: aiohttp.ClientSession, url: str, objects: Objects) -> None:
+    pending = iter(range(objects.count))
     headers = {"Content-Type": "application/json"}
 
     async def worker() -> None:
         for i in pending:
-            async with session.post(path, data=source.body(i), headers=headers) as resp:
+            async with session.post(f"{url}{objects.path}", data=objects.body(i), headers=headers) as resp:
                 if resp.status >= 300:
-                    raise RuntimeError(f"creating pod {i} in {source.namespace}: HTTP {resp.status}")
+                    raise RuntimeError(f"creating {objects.path} #{i}: HTTP {resp.status}")
                 await resp.read()
 
     await asyncio.gather(*(worker() for _ in range(16)))
+
+
+async def create_pods(
+    session: aiohttp.ClientSession, url: str, start: int, stop: int, source: PodSource | None = None
+) -> None:
+    source = source or PodSource()
+    path = f"/api/v1/namespaces/{source.namespace}/pods"
+    await post_all(session, url, Objects(path, stop - start, lambda i: source.body(start + i)))
 
 
 class BoundCounter:
@@ -231,17 +374,15 @@ async def run(
     profile_out: Path | None = None,
     workload: str | None = None,
 ) -> Figures:
-    source, init, init_count = PodSource(), None, 0
-    template = NODE_TEMPLATE.format(count=nodes)
-    if workload is not None:
-        source, init = workload_pods(workload, nodes)
-        init_count = init_pod_count(workload, nodes)
-        template = WORKLOAD_NODE_TEMPLATE.format(
-            prefix=NODE_PREFIX, count=nodes, zones=", ".join(WORKLOADS[workload].zones), **NODE_CAPACITY
-        )
+    shape = (
+        workload_shape(workload, nodes, pods)
+        if workload is not None
+        else Shape(NODE_TEMPLATE.format(count=nodes), PodSource(), (namespace("bench"),))
+    )
+    source = shape.measured
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
-        (work / "nodes.yaml").write_text(template)
+        (work / "nodes.yaml").write_text(shape.node_template)
         kubeconfig = work / "kubeconfig"
         sim = subprocess.Popen(
             [
@@ -263,14 +404,8 @@ async def run(
             url = sim.stdout.readline().split()[3]  # "sim-cluster listening on URL with N nodes"
             sim.stdout.readline()  # the kubeconfig line
             async with aiohttp.ClientSession() as session:
-                namespaces = [source.namespace] + ([init.namespace] if init is not None else [])
-                for namespace in namespaces:
-                    async with session.post(
-                        f"{url}/api/v1/namespaces", json={"metadata": {"name": namespace}}
-                    ) as resp:
-                        await resp.read()
-                if init is not None:
-                    await create_pods(session, url, 0, init_count, init)
+                for objects in shape.before:
+                    await post_all(session, url, objects)
                 if not live:
                     await create_pods(session, url, 0, pods, source)
                 counter = BoundCounter()
@@ -278,7 +413,7 @@ async def run(
                 figures = await _schedule(
                     work, kubeconfig, nodes, pods, qps, profile, live, counter, session, url, source
                 )
-                figures.workload, figures.init_pods = workload or "", init_count
+                figures.workload, figures.init_pods = workload or "", shape.init_pods
                 watcher.cancel()
                 if profile and profile_out is not None and (work / "profile.out").exists():
                     shutil.copyfile(work / "profile.out", profile_out)
@@ -372,7 +507,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--workload",
         choices=E2E_WORKLOADS,
-        help="one of bench.scheduler_perf's upstream workloads instead of the plain pods",
+        help="a bench.scheduler_perf upstream workload, or preemption / wffc, instead of the plain pods",
     )
     args = parser.parse_args(argv)
     if (

@@ -18,3 +18,14 @@ def test_the_cached_objects_leave_the_collectors_sight_and_young_collections_run
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["True", "True"]
+
+
+def test_before_the_lists_only_the_thresholds_change() -> None:
+    code = (
+        "import gc\n"
+        "from scheduler.app import GC_THRESHOLDS, relax_garbage_collector\n"
+        "relax_garbage_collector()\n"
+        "print(gc.get_threshold() == GC_THRESHOLDS, gc.get_freeze_count() == 0, gc.isenabled())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["True", "True", "True"]

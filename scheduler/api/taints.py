@@ -30,12 +30,20 @@ class Toleration:
 
     @classmethod
     def parse(cls, toleration: Mapping) -> Toleration:
-        return cls(
+        """One shared instance per distinct toleration (most pods carry the same defaults, e.g.
+        not-ready and unreachable): a lookup instead of building a frozen object per pod."""
+        fields = (
             str(toleration.get("key", "") or ""),
             str(toleration.get("operator", "") or "Equal"),
             str(toleration.get("value", "") or ""),
             str(toleration.get("effect", "") or ""),
         )
+        known = _TOLERATIONS.get(fields)
+        if known is None:
+            known = cls(*fields)
+            if len(_TOLERATIONS) < _MAX_SHARED_TOLERATIONS:
+                _TOLERATIONS[fields] = known
+        return known
 
     def tolerates(self, taint: Taint) -> bool:
         """Empty effect tolerates every effect; empty key with Exists tolerates every key."""
@@ -46,6 +54,10 @@ class Toleration:
         if self.operator == "Exists":
             return True
         return self.operator == "Equal" and self.value == taint.value
+
+
+_MAX_SHARED_TOLERATIONS = 4096  # beyond that (keys made per pod), new ones are not kept
+_TOLERATIONS: dict[tuple[str, str, str, str], Toleration] = {}
 
 
 def untolerated(

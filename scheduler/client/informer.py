@@ -37,7 +37,7 @@ from scheduler.api.kinds import display_key
 from scheduler.client.backoff import Backoff
 from scheduler.client.outage import OutageLog
 from scheduler.client.rest import ApiError, raise_for_status
-from scheduler.framework.interface import ApiClient
+from scheduler.framework.interface import ApiClient, ApiResponse
 
 log = logging.getLogger(__name__)
 
@@ -297,35 +297,48 @@ class Informer(Generic[T]):
         if self._page_size > 0:
             params["limit"] = str(self._page_size)
         token = ""
-        while True:
-            page = {**params, "continue": token} if token else params
-            resp = await self._client.request("GET", self._path, params=page)
-            if resp.status == 410 and token:
-                # The continue token expired mid-list: start over in one unpaginated request.
-                log.info("informer %s: list continuation expired, listing in one request", self.name)
-                entries.clear()
-                undecodable.clear()  # what was reported stays reported
-                params, token = dict(self._params), ""
-                continue
-            body = raise_for_status(resp)
-            for raw in body.get("items") or ():
-                meta = _metadata(raw)
-                key = _key(meta)
-                obj = self._decode_or_report(raw, key, reported)
-                if obj is None:
-                    undecodable[key] = _text(meta, "uid")
-                else:
-                    entries[key] = _Entry(str(meta.get("resourceVersion", "")), str(meta.get("uid", "")), obj)
-            list_meta = body.get("metadata") or {}
-            token = list_meta.get("continue") or ""
-            if not token:
-                break
+        # Each next page is asked for as soon as its token is known, so the server prepares it
+        # while this one is decoded (at 100,000 pods, the two take about as long).
+        following = self._page(params)
+        try:
+            while True:
+                resp = await following
+                if resp.status == 410 and token:
+                    # The continue token expired mid-list: start over in one unpaginated request.
+                    log.info("informer %s: list continuation expired, listing in one request", self.name)
+                    entries.clear()
+                    undecodable.clear()  # what was reported stays reported
+                    params, token = dict(self._params), ""
+                    following = self._page(params)
+                    continue
+                body = raise_for_status(resp)
+                list_meta = body.get("metadata") or {}
+                token = list_meta.get("continue") or ""
+                if token:
+                    following = self._page({**params, "continue": token})
+                    await asyncio.sleep(0)  # let it go out before decoding starts
+                for raw in body.get("items") or ():
+                    meta = _metadata(raw)
+                    key = _key(meta)
+                    obj = self._decode_or_report(raw, key, reported)
+                    if obj is None:
+                        undecodable[key] = _text(meta, "uid")
+                    else:
+                        version, uid = str(meta.get("resourceVersion", "")), str(meta.get("uid", ""))
+                        entries[key] = _Entry(version, uid, obj)
+                if not token:
+                    break
+        finally:
+            following.cancel()  # a failure mid-list: the page asked for ahead is not wanted
         self._replace(entries, undecodable)
         for identity in self._reported.keys() - reported.keys():
             self._forget(identity)  # deleted, or good again
         self._reported = reported
         self._rv = str(list_meta.get("resourceVersion", ""))
         self.synced.set()
+
+    def _page(self, params: Mapping[str, str]) -> asyncio.Task[ApiResponse]:
+        return asyncio.ensure_future(self._client.request("GET", self._path, params=params))
 
     def _replace(self, fresh: dict[str, _Entry[T]], undecodable: Mapping[str, str]) -> None:
         """Make the store equal to a fresh list, notifying only real differences.

@@ -6,6 +6,7 @@ import pytest
 
 from scheduler.api import Node, Pod
 from scheduler.api.objects import MalformedObject
+from scheduler.api.taints import Toleration
 
 
 def node_json(**status: Any) -> dict[str, Any]:
@@ -89,3 +90,14 @@ def test_a_pod_placed_on_a_node_is_an_independent_copy():
         original.labels,
         original.requests,
     )
+
+
+def test_pods_with_the_same_tolerations_share_them_and_other_tolerations_stay_apart() -> None:
+    default = {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"}
+    first = Toleration.parse(dict(default, tolerationSeconds=300))
+    again = Toleration.parse(dict(default))
+    assert first is again
+    assert first == Toleration("node.kubernetes.io/not-ready", "Exists", "", "NoExecute")
+    other = Toleration.parse({"key": "gpu", "value": "yes", "effect": "NoSchedule"})
+    assert other == Toleration("gpu", "Equal", "yes", "NoSchedule")
+    assert other is not first

@@ -242,6 +242,25 @@ async def test_the_list_is_paginated_and_every_page_is_delivered(
     assert [bool(p.get("continue")) for p in client.lists] == [False, True, True]
 
 
+async def test_each_next_page_is_asked_for_before_the_current_one_is_decoded(
+    sim: Any, client: CountingClient, pod: Any, start: Any
+) -> None:
+    await create(sim, pod, *(f"p{i}" for i in range(5)))
+    lists_when_decoded: dict[str, int] = {}  # pod name -> LIST requests sent when it was decoded
+
+    def decode(obj: dict[str, Any]) -> Pod:
+        lists_when_decoded[obj["metadata"]["name"]] = len(client.lists)
+        return Pod.from_dict(obj)
+
+    recorder = Recorder()
+    informer = Informer(client, PODS, decode=decode, handler=recorder, page_size=2)
+    start(informer)
+    await asyncio.wait_for(informer.synced.wait(), 5)
+    # pages p0 p1 | p2 p3 | p4: the second page was requested before p0 was decoded, the third before p2
+    assert lists_when_decoded == {"p0": 2, "p1": 2, "p2": 3, "p3": 3, "p4": 3}
+    assert sorted(name for _, name in recorder.events) == [f"p{i}" for i in range(5)]
+
+
 async def test_a_malformed_object_is_logged_and_skipped_while_the_rest_is_delivered(
     sim: Any, client: CountingClient, pod: Any, start: Any, caplog: pytest.LogCaptureFixture
 ) -> None:

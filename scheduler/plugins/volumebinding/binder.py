@@ -17,6 +17,7 @@ from scheduler.api.quantity import QuantityError, int_value
 from scheduler.api.volumes import volume_claims
 from scheduler.framework import ApiClient, ObjectLister
 from scheduler.plugins.volumebinding.assume_cache import AssumeCache
+from scheduler.plugins.volumebinding.candidates import CandidateVolumes
 from scheduler.plugins.volumebinding.storage import (
     ANN_SELECTED_NODE,
     NOT_SUPPORTED_PROVISIONER,
@@ -66,7 +67,7 @@ class PodVolumeClaims:
     delayed: list[Obj] = field(default_factory=list)  # unbound, WaitForFirstConsumer
     immediate: list[Obj] = field(default_factory=list)  # unbound, Immediate (PV controller's job)
     # candidate PVs for the delayed claims, by StorageClass name
-    volumes_by_class: dict[str, list[Obj]] = field(default_factory=dict)
+    volumes_by_class: dict[str, CandidateVolumes] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -151,7 +152,7 @@ def pod_volume_claims(claims: list[Obj], listers: Listers, pv_cache: AssumeCache
         for pv in pv_cache.list():
             cls = volume_class(pv)
             if cls in wanted:
-                result.volumes_by_class.setdefault(cls, []).append(pv)
+                result.volumes_by_class.setdefault(cls, CandidateVolumes()).append(pv)
     return result
 
 
@@ -219,9 +220,9 @@ class VolumeBinder:
         satisfied = True
         chosen: set[str] = set()
         for pvc in sorted(to_match, key=requested_storage):  # smallest claims pick first
-            pv = find_matching_volume(
-                pvc, claims.volumes_by_class.get(claim_class(pvc), ()), node.labels, chosen
-            )
+            candidates = claims.volumes_by_class.get(claim_class(pvc))
+            volumes = candidates.for_node(node.labels) if candidates is not None else ()
+            pv = find_matching_volume(pvc, volumes, node.labels, chosen)
             if pv is None:
                 satisfied = False
                 to_provision.append(pvc)

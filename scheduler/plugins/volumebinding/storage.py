@@ -6,13 +6,14 @@ Shared by the volume plugins, so they agree on what "matching", "bound" and "fit
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Generic, TypeVar
 
 from scheduler.api import LabelSelector, NodeSelector, SelectorError
 from scheduler.api.quantity import QuantityError, int_value
 
 Obj = Mapping[str, Any]
+R = TypeVar("R")
 
 ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"
 ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
@@ -121,10 +122,42 @@ def node_affinity_matches(pv: Obj, node_labels: Mapping[str, str]) -> bool:
     required = (spec(pv).get("nodeAffinity") or {}).get("required")
     if not required:
         return True
+    selector = _PARSED.get(required)
+    return selector is not None and selector.matches(node_labels, "")
+
+
+class IdentityMemo(Generic[R]):
+    """What a function computed from one API object (read-only, as every informer object),
+    keyed by that very object: Filter asks it of the same PV on every node. The objects are
+    held, so a recycled ``id`` never answers for another; at ``size`` entries it starts over."""
+
+    __slots__ = ("_compute", "_entries", "_size")
+
+    def __init__(self, compute: Callable[[Any], R], size: int = 16384) -> None:
+        self._compute = compute
+        self._entries: dict[int, tuple[Any, R]] = {}
+        self._size = size
+
+    def get(self, obj: Any) -> R:
+        entry = self._entries.get(id(obj))
+        if entry is not None and entry[0] is obj:
+            return entry[1]
+        result = self._compute(obj)
+        if len(self._entries) >= self._size:
+            self._entries.clear()
+        self._entries[id(obj)] = (obj, result)
+        return result
+
+
+def _parse_node_selector(required: Any) -> NodeSelector | None:
+    """None for a selector that does not parse: it matches no node."""
     try:
-        return NodeSelector.parse(required).matches(node_labels, "")
+        return NodeSelector.parse(required)
     except SelectorError:
-        return False
+        return None
+
+
+_PARSED: IdentityMemo[NodeSelector | None] = IdentityMemo(_parse_node_selector)
 
 
 def topology_terms_match(terms: Iterable[Obj] | None, node_labels: Mapping[str, str]) -> bool:
