@@ -1,6 +1,7 @@
 """The real scheduler process end to end through the API: cost per pod, bind rate, memory.
 
     python -m bench.e2e [--nodes 1000] [--pods 5000] [--live] [--qps 0] [--profile] [--workload NAME]
+    python -m bench.e2e --workload dra [--partitioned] --nodes 500 --pods 2000
 
 The local endpoint runs in its own process (``pyscheduler sim-cluster --no-kubelet``, as on a real
 API server where no kubelet runs), so its CPU is not counted; ``--nodes`` nodes of 8 cpu / 32Gi.
@@ -22,6 +23,10 @@ labelNodePrepareStrategy); the workload's init pods, as many per node as upstrea
 variant has, are created already bound (round-robin, the placement the scheduler gives these
 identical pods on identical empty nodes) in their own namespace; the ``--pods`` measured pods
 are the workload's template, posted to its measured namespace, and are what the figures count.
+
+``--workload dra`` runs pods with a DRA claim each instead (``bench.e2e_dra``): every node has 8
+GPUs, every pod its own claim for one, the claims made before the scheduler starts (with
+``--partitioned``, each claim asks for half of a partitionable GPU).
 
 Figures are printed, never asserted.
 """
@@ -46,6 +51,7 @@ from pathlib import Path
 import aiohttp
 import orjson
 
+from bench import e2e_dra
 from bench.scheduler_perf import NODE_CAPACITY, NODE_PREFIX, POD_TEMPLATES, UPSTREAM_NODES, WORKLOADS
 
 NODE_TEMPLATE = """\
@@ -64,6 +70,7 @@ nodeGroups:
 """
 # the workloads whose init pods can be placed up front as upstream's scheduler would place them
 E2E_WORKLOADS = ("SchedulingBasic", "NodeAffinity", "TopologySpreading", "PodAntiAffinity")
+CLAIMS = "/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims"
 CONFIG = """\
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
@@ -75,6 +82,7 @@ COMPONENTS = (
     ("decode", ("orjson", "scheduler/api/", "json/")),
     ("informers", ("scheduler/client/informer.py", "scheduler/eventhandlers.py")),
     ("cache & queue", ("scheduler/cache/", "scheduler/queue/")),
+    ("DRA", ("scheduler/dra/", "scheduler/plugins/dynamicresources.py")),
     ("scheduling cycle", ("scheduler/schedule_one.py", "scheduler/runtime/", "scheduler/plugins/", "numpy")),
     ("events & status", ("scheduler/client/events.py", "scheduler/client/statuswriter.py")),
     ("HTTP client", ("scheduler/client/transport.py", "scheduler/client/rest.py", "ssl.py")),
@@ -97,7 +105,8 @@ class Figures:
     init_pods: int = 0  # --workload: placed before the start, not counted
 
     def describe(self) -> str:
-        label = f"{self.workload} ({self.init_pods} init pods placed): " if self.workload else ""
+        placed = f" ({self.init_pods} init pods placed)" if self.init_pods else ""
+        label = f"{self.workload}{placed}: " if self.workload else ""
         lines = [
             f"{label}{self.nodes} nodes, {self.pods} pods: "
             f"{self.bound} bound in {self.seconds_to_all_bound:.1f}s "
@@ -146,10 +155,11 @@ def pod(i: int) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class PodSource:
-    """What pods to post where: the plain pods in ``bench``, or a workload's."""
+    """What objects to post where: the plain pods in ``bench``, a workload's, or DRA claims."""
 
     namespace: str = "bench"
     body: Callable[[int], bytes] = pod
+    collection: str = "/api/v1/namespaces/{namespace}/pods"
 
 
 def workload_pods(name: str, nodes: int) -> tuple[PodSource, PodSource | None]:
@@ -184,7 +194,7 @@ async def create_pods(
     session: aiohttp.ClientSession, url: str, start: int, stop: int, source: PodSource | None = None
 ) -> None:
     source = source or PodSource()
-    path = f"{url}/api/v1/namespaces/{source.namespace}/pods"
+    path = url + source.collection.format(namespace=source.namespace)
     pending = iter(range(start, stop))
     headers = {"Content-Type": "application/json"}
 
@@ -192,7 +202,7 @@ async def create_pods(
         for i in pending:
             async with session.post(path, data=source.body(i), headers=headers) as resp:
                 if resp.status >= 300:
-                    raise RuntimeError(f"creating pod {i} in {source.namespace}: HTTP {resp.status}")
+                    raise RuntimeError(f"creating object {i} in {source.namespace}: HTTP {resp.status}")
                 await resp.read()
 
     await asyncio.gather(*(worker() for _ in range(16)))
@@ -230,10 +240,15 @@ async def run(
     profile: bool,
     profile_out: Path | None = None,
     workload: str | None = None,
+    partitioned: bool = False,
 ) -> Figures:
     source, init, init_count = PodSource(), None, 0
     template = NODE_TEMPLATE.format(count=nodes)
-    if workload is not None:
+    if workload == "dra":  # the claims go first, as the init objects
+        source = PodSource(e2e_dra.NAMESPACE, e2e_dra.pod_body)
+        init, init_count = PodSource(e2e_dra.NAMESPACE, e2e_dra.claim_body(partitioned), CLAIMS), pods
+        template = e2e_dra.node_template(nodes, partitioned)
+    elif workload is not None:
         source, init = workload_pods(workload, nodes)
         init_count = init_pod_count(workload, nodes)
         template = WORKLOAD_NODE_TEMPLATE.format(
@@ -263,8 +278,8 @@ async def run(
             url = sim.stdout.readline().split()[3]  # "sim-cluster listening on URL with N nodes"
             sim.stdout.readline()  # the kubeconfig line
             async with aiohttp.ClientSession() as session:
-                namespaces = [source.namespace] + ([init.namespace] if init is not None else [])
-                for namespace in namespaces:
+                namespaces = {source.namespace} | ({init.namespace} if init is not None else set())
+                for namespace in sorted(namespaces):
                     async with session.post(
                         f"{url}/api/v1/namespaces", json={"metadata": {"name": namespace}}
                     ) as resp:
@@ -278,7 +293,8 @@ async def run(
                 figures = await _schedule(
                     work, kubeconfig, nodes, pods, qps, profile, live, counter, session, url, source
                 )
-                figures.workload, figures.init_pods = workload or "", init_count
+                figures.workload = f"{workload} (partitioned)" if partitioned else workload or ""
+                figures.init_pods = init_count if workload != "dra" else 0
                 watcher.cancel()
                 if profile and profile_out is not None and (work / "profile.out").exists():
                     shutil.copyfile(work / "profile.out", profile_out)
@@ -371,10 +387,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--workload",
-        choices=E2E_WORKLOADS,
-        help="one of bench.scheduler_perf's upstream workloads instead of the plain pods",
+        choices=(*E2E_WORKLOADS, "dra"),
+        help="one of bench.scheduler_perf's upstream workloads, or dra, instead of the plain pods",
+    )
+    parser.add_argument(
+        "--partitioned",
+        action="store_true",
+        help="with --workload dra: claims for halves of partitionable GPUs",
     )
     args = parser.parse_args(argv)
+    if args.partitioned and args.workload != "dra":
+        parser.error("--partitioned goes with --workload dra")
+    if args.workload == "dra" and args.pods > e2e_dra.capacity(args.nodes, args.partitioned):
+        parser.error(f"--workload dra: at most {e2e_dra.capacity(args.nodes, args.partitioned)} --pods")
     if (
         args.workload == "PodAntiAffinity"
         and init_pod_count(args.workload, args.nodes) + args.pods > args.nodes
@@ -382,7 +407,16 @@ def main(argv: list[str] | None = None) -> int:
         free = args.nodes - init_pod_count(args.workload, args.nodes)
         parser.error(f"PodAntiAffinity puts one pod per node: at most {free} --pods on {args.nodes} nodes")
     figures = asyncio.run(
-        run(args.nodes, args.pods, args.live, args.qps, args.profile, args.profile_out, args.workload)
+        run(
+            args.nodes,
+            args.pods,
+            args.live,
+            args.qps,
+            args.profile,
+            args.profile_out,
+            args.workload,
+            args.partitioned,
+        )
     )
     print(figures.describe())
     return 0
