@@ -338,6 +338,7 @@ class DynamicResources:
                     self.shared.selectors,
                     to_allocate,
                     timeout=self._filter_timeout,
+                    memo=self.shared.memo,
                 )
 
             data.make_allocator = make_allocator
