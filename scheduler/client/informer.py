@@ -24,7 +24,7 @@ import builtins
 import hashlib
 import logging
 import random
-from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
@@ -204,7 +204,9 @@ def _digest(raw: Any) -> str:
 class Informer(Generic[T]):
     """List+watch one collection (``path`` like ``/api/v1/pods``) into ``store``.
 
-    ``synced`` is set once the first list's objects have all been passed to the handler.
+    ``synced`` is set once the first list's objects have all been passed to the handler. With
+    ``deliver_after``, a list's objects are passed on only once those events are set (listed
+    meanwhile): the pods wait so for the objects their PreEnqueue plugins look up.
     """
 
     def __init__(
@@ -221,8 +223,10 @@ class Informer(Generic[T]):
         min_watch_timeout: float = MIN_WATCH_TIMEOUT,
         outage: OutageLog | None = None,
         malformed: MalformedHandler | None = None,
+        deliver_after: Sequence[asyncio.Event] = (),
     ) -> None:
         self.name = name or path.rsplit("/", 1)[-1]
+        self._deliver_after = tuple(deliver_after)
         self.store: Store[T] = Store()
         self.synced = asyncio.Event()
         self._client = client
@@ -319,6 +323,8 @@ class Informer(Generic[T]):
             token = list_meta.get("continue") or ""
             if not token:
                 break
+        for ready in self._deliver_after:
+            await ready.wait()
         self._replace(entries, undecodable)
         for identity in self._reported.keys() - reported.keys():
             self._forget(identity)  # deleted, or good again

@@ -216,12 +216,15 @@ class DynamicResources:
         )
 
     def _after_claim_change(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
+        deallocated = old is not None and allocation_of(old) is not None and allocation_of(new) is None
         try:
+            if not deallocated and claim_key(new) not in self._claim_keys(pod):
+                return QueueingHint.SKIP  # not the pod's: no need to look its claims up
             uids = {claim_uid(c) for c in self._pod_claims(pod)}
         except ClaimProblem:
             return QueueingHint.SKIP
-        if old is not None and allocation_of(old) is not None and allocation_of(new) is None:
-            return QueueingHint.QUEUE  # deallocated: its devices are free again
+        if deallocated:
+            return QueueingHint.QUEUE  # its devices are free again
         if claim_uid(new) not in uids:
             return QueueingHint.SKIP
         if old is None:
@@ -246,6 +249,16 @@ class DynamicResources:
         return QueueingHint.QUEUE
 
     # ------------------------------------------------------------------ claims of a pod
+
+    @staticmethod
+    def _claim_keys(pod: Pod) -> set[str]:
+        """The keys of the claims the pod names; ClaimProblem as ``_pod_claims`` raises it."""
+        keys = set()
+        for pod_claim in pod.resource_claims:
+            name, _ = claim_name(pod, pod_claim)
+            if name is not None:
+                keys.add(f"{pod.namespace}/{name}")
+        return keys
 
     def _pod_claims(self, pod: Pod) -> list[Mapping[str, Any]]:
         """The pod's claims as the scheduler sees them; ClaimProblem when one cannot be used."""
