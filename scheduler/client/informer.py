@@ -91,12 +91,14 @@ class Store(Generic[T]):
 
     ``with_label`` answers from an index per label key, built on its first call for that key
     and kept up to date by every change from then on; a store nobody asks keeps none.
+    ``revision`` counts the changes (``scheduler.framework.RevisionedLister``).
     """
 
     # weak references: state derived from a store (scheduler.dra.shared) lives as long as it
-    __slots__ = ("__weakref__", "_by_label", "_entries")
+    __slots__ = ("__weakref__", "_by_label", "_entries", "revision")
 
     def __init__(self) -> None:
+        self.revision = 0
         self._entries: dict[str, _Entry[T]] = {}
         # label key -> (namespace, value) -> store key -> object
         self._by_label: dict[str, dict[tuple[str, str], dict[str, T]]] = {}
@@ -122,10 +124,12 @@ class Store(Generic[T]):
                     _unindex(index, key, name, old.obj)
                 _index(index, key, name, entry.obj)
         self._entries[name] = entry
+        self.revision += 1
 
     def _pop(self, name: str) -> _Entry[T] | None:
         entry = self._entries.pop(name, None)
         if entry is not None:
+            self.revision += 1
             for key, index in self._by_label.items():
                 _unindex(index, key, name, entry.obj)
         return entry

@@ -285,12 +285,14 @@ class Allocator:
         memo = self.memo
         versions: tuple[Hashable, ...] = ()
         if memo is not None:
-            versions = tuple(self.allocated.pool_version(p.key) for p in pools)
+            version = self.allocated.pool_version
+            versions = tuple([version(p.key) for p in pools])
             known = memo.recall(node_name, self.index, self._shape, labels, versions)
             if known is not None:
                 if known.picks is None:
                     return None
-                return NodeAllocation(self.claims, self._choices(known.picks), node_name)
+                picks = known.picks
+                return NodeAllocation(self.claims, lambda: self._choices(picks), node_name)
         search = _Search(self, pools, self.index.usable_devices(node_name, labels))
         if not search.run():
             if any(p.invalid for p in search.pools):
@@ -302,7 +304,8 @@ class Allocator:
             memo.keep(
                 node_name, self.index, Answer(self._shape, labels, versions, self._picks(search.results))
             )
-        return NodeAllocation(self.claims, search.results, node_name)
+        results = search.results
+        return NodeAllocation(self.claims, lambda: results, node_name)
 
     def _picks(self, results: list[list[_Choice]]) -> Picks:
         return tuple(
@@ -475,11 +478,14 @@ def _check_claim_size(claim: Mapping[str, Any], min_devices: int) -> None:
 
 
 class NodeAllocation:
-    """The devices found on one node, per claim; ``results`` are the API's AllocationResults."""
+    """The devices found on one node, per claim; ``results`` are the API's AllocationResults.
+    ``chosen`` gives the devices per claim when first asked (most nodes' never are)."""
 
     __slots__ = ("_chosen", "_claims", "_node", "_results")
 
-    def __init__(self, claims: Sequence[_Claim], chosen: list[list[_Choice]], node_name: str) -> None:
+    def __init__(
+        self, claims: Sequence[_Claim], chosen: Callable[[], list[list[_Choice]]], node_name: str
+    ) -> None:
         self._claims = claims
         self._chosen = chosen
         self._node = node_name
@@ -490,7 +496,7 @@ class NodeAllocation:
         if self._results is None:
             self._results = [
                 _result(c.claim, chosen, self._node)
-                for c, chosen in zip(self._claims, self._chosen, strict=True)
+                for c, chosen in zip(self._claims, self._chosen(), strict=True)
             ]
         return self._results
 

@@ -21,7 +21,7 @@ from scheduler.api import Pod
 from scheduler.api.quantity import QuantityError
 from scheduler.dra.extended import special_owner
 from scheduler.dra.model import Amount, DeviceID, PoolKey, amount
-from scheduler.framework import ObjectLister
+from scheduler.framework import ObjectLister, RevisionedLister
 
 RESERVED_FOR_MAX_SIZE = 256  # upstream's ResourceClaimReservedForMaxSize
 
@@ -191,6 +191,9 @@ class ClaimTracker:
         # the informer's claims as last seen (by object identity), what each holds, and in all
         self._seen: dict[int, tuple[Mapping[str, Any], Holding]] = {}
         self._held = _Held()
+        # the lister's revision ``_seen`` was taken at (None: it has none, look every time)
+        self._revisioned = lister if isinstance(lister, RevisionedLister) else None
+        self._seen_revision: int | None = None
         # special claims (extended resources backed by DRA) by the uid of the pod controlling them
         self._specials: dict[str, Mapping[str, Any]] = {}
 
@@ -231,8 +234,22 @@ class ClaimTracker:
             self._assumed[key] = _Assumed(_resource_version(latest), claim)
 
     def allocated_devices(self) -> AllocatedDevices:
-        """Every device a claim holds. The informer's claims are compared by identity with the
-        last call's (an update is a new object), so only changed claims are looked into."""
+        """Every device a claim holds. The informer's claims are looked at only when the
+        lister's revision changed, and then compared by identity with the last look's (an
+        update is a new object), so only changed claims are looked into."""
+        revision = self._revisioned.revision if self._revisioned is not None else None
+        if revision is None or revision != self._seen_revision:
+            self._look_at_claims()
+            self._seen_revision = revision
+        assumed = [holding_of(claim) for claim in self._pending.values()]
+        for key in list(self._assumed):
+            current = self._current(key, self._lister.get(key))
+            if current is not None:
+                assumed.append(holding_of(current.claim))
+        return AllocatedDevices(self._held, assumed)
+
+    def _look_at_claims(self) -> None:
+        """Bring ``_held`` (and the special claims) up to date with the informer's claims."""
         seen: dict[int, tuple[Mapping[str, Any], Holding]] = {}
         old = self._seen
         held = self._held
@@ -252,12 +269,6 @@ class ClaimTracker:
             held.change(holding, -1)
             self._forget_special(gone)
         self._seen = seen
-        assumed = [holding_of(claim) for claim in self._pending.values()]
-        for key in list(self._assumed):
-            current = self._current(key, self._lister.get(key))
-            if current is not None:
-                assumed.append(holding_of(current.claim))
-        return AllocatedDevices(held, assumed)
 
     def special_claim(self, pod_uid: str) -> Mapping[str, Any] | None:
         """The special claim the pod controls, as the last ``allocated_devices`` saw the claims."""

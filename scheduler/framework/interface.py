@@ -293,6 +293,15 @@ class ObjectLister(Protocol):
         from an index: what a plugin asks every cycle costs the matches, not a scan."""
 
 
+@runtime_checkable
+class RevisionedLister(ObjectLister, Protocol):
+    """A lister that says when its objects changed: ``revision`` differs after every change
+    (an add, update or delete), so state derived from all of them is redone only then."""
+
+    @property
+    def revision(self) -> int: ...
+
+
 class PluginsRunner(Protocol):
     """A profile's plugins, run outside the scheduling cycle's own search: what preemption's dry
     runs (and tools such as explain) need. ``Handle.plugins_runner`` gives the profile's."""

@@ -317,6 +317,7 @@ class FakeLister:
     """An informer store over plain API dicts, keyed ``namespace/name`` (or ``name``)."""
 
     def __init__(self, objects: Iterable[Mapping[str, Any]] = ()) -> None:
+        self.revision = 0  # changes with every put and delete (a RevisionedLister)
         self._objects: dict[str, Mapping[str, Any]] = {}
         for obj in objects:
             self.put(obj)
@@ -328,9 +329,11 @@ class FakeLister:
 
     def put(self, obj: Mapping[str, Any]) -> None:
         self._objects[self.key(obj)] = obj
+        self.revision += 1
 
     def delete(self, key: str) -> None:
-        self._objects.pop(key, None)
+        if self._objects.pop(key, None) is not None:
+            self.revision += 1
 
     def get(self, key: str) -> Mapping[str, Any] | None:
         return self._objects.get(key)
