@@ -36,6 +36,7 @@ from scheduler.api.kinds import display_key
 from scheduler.client.backoff import Backoff
 from scheduler.client.outage import OutageLog
 from scheduler.client.rest import ApiError, raise_for_status
+from scheduler.framework.changes import ChangeLog
 from scheduler.framework.interface import ApiClient
 
 log = logging.getLogger(__name__)
@@ -91,14 +92,14 @@ class Store(Generic[T]):
 
     ``with_label`` answers from an index per label key, built on its first call for that key
     and kept up to date by every change from then on; a store nobody asks keeps none.
-    ``revision`` counts the changes (``scheduler.framework.RevisionedLister``).
+    ``revision`` and ``changed_since`` say what changed (``scheduler.framework.RevisionedLister``).
     """
 
     # weak references: state derived from a store (scheduler.dra.shared) lives as long as it
-    __slots__ = ("__weakref__", "_by_label", "_entries", "revision")
+    __slots__ = ("__weakref__", "_by_label", "_changes", "_entries")
 
     def __init__(self) -> None:
-        self.revision = 0
+        self._changes = ChangeLog()
         self._entries: dict[str, _Entry[T]] = {}
         # label key -> (namespace, value) -> store key -> object
         self._by_label: dict[str, dict[tuple[str, str], dict[str, T]]] = {}
@@ -124,18 +125,25 @@ class Store(Generic[T]):
                     _unindex(index, key, name, old.obj)
                 _index(index, key, name, entry.obj)
         self._entries[name] = entry
-        self.revision += 1
+        self._changes.changed(name)
 
     def _pop(self, name: str) -> _Entry[T] | None:
         entry = self._entries.pop(name, None)
         if entry is not None:
-            self.revision += 1
+            self._changes.changed(name)
             for key, index in self._by_label.items():
                 _unindex(index, key, name, entry.obj)
         return entry
 
     def list(self) -> list[T]:
         return [e.obj for e in self._entries.values()]
+
+    @property
+    def revision(self) -> int:
+        return self._changes.revision
+
+    def changed_since(self, revision: int) -> builtins.list[str] | None:
+        return self._changes.since(revision)
 
     def keys(self) -> builtins.list[str]:
         return builtins.list(self._entries)

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from scheduler.dra.claims import ClaimTracker, claim_key
 from scheduler.dra.extended import CLAIM_ANNOTATION
+from scheduler.framework.changes import KEPT
 from scheduler.testing import FakeLister
 from scheduler.testing.dra import DRIVER, claim
 
@@ -62,8 +63,8 @@ OPS = st.tuples(
 )
 
 
-@settings(max_examples=80, deadline=None)
-@given(st.lists(OPS, min_size=1, max_size=30))
+@settings(max_examples=100, deadline=None)
+@given(st.lists(OPS, min_size=1, max_size=40))
 def test_the_kept_view_equals_one_made_from_scratch(ops: list[tuple[str, int, Any, bool]]) -> None:
     lister = FakeLister()
     tracker = ClaimTracker(lister)
@@ -95,21 +96,38 @@ def test_the_kept_view_equals_one_made_from_scratch(ops: list[tuple[str, int, An
             written[key] = answer
         elif kind == "echo" and key in written:
             lister.put(written.pop(key))
-        elif kind == "look":
-            tracker.allocated_devices()
-        # from scratch: a new tracker over the same claims, told the same pending and written
-        fresh = ClaimTracker(FakeLister(copy.deepcopy(lister.list())))
-        for claim_obj in pending.values():
-            fresh.reserve(claim_obj)
-        for answer in written.values():
-            fresh.written(answer)
-        assert view_of(tracker) == view_of(fresh), kind
+        if kind == "look":  # what changed since the last look, seen at once
+            assert view_of(tracker) == from_scratch(lister, pending, written)
+    assert view_of(tracker) == from_scratch(lister, pending, written)
+
+
+def from_scratch(lister: FakeLister, pending: dict[str, dict], written: dict[str, dict]) -> tuple[Any, ...]:
+    """A new tracker over the same claims, told the same pending and written ones."""
+    fresh = ClaimTracker(FakeLister(copy.deepcopy(lister.list())))
+    for claim_obj in pending.values():
+        fresh.reserve(claim_obj)
+    for answer in written.values():
+        fresh.written(answer)
+    return view_of(fresh)
 
 
 def test_an_update_between_two_looks_is_seen() -> None:
     lister = FakeLister([allocated_claim("a", 2, [0], [])])
     tracker = ClaimTracker(lister)
     assert DEVICES[0] in tracker.allocated_devices()
+    lister.put(allocated_claim("a", 3, [1], []))
+    view = tracker.allocated_devices()
+    assert DEVICES[0] not in view and DEVICES[1] in view
+
+
+def test_more_changes_than_the_log_keeps_between_two_looks_are_all_seen() -> None:
+    lister = FakeLister([allocated_claim("a", 2, [0], [])])
+    tracker = ClaimTracker(lister)
+    tracker.allocated_devices()
+    assert lister.changed_since(lister.revision) == []
+    for i in range(KEPT + 1):
+        lister.put(allocated_claim(f"other-{i % 3}", 3 + i, [], []))
+    assert lister.changed_since(lister.revision - KEPT - 1) is None
     lister.put(allocated_claim("a", 3, [1], []))
     view = tracker.allocated_devices()
     assert DEVICES[0] not in view and DEVICES[1] in view
