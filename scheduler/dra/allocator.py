@@ -281,29 +281,27 @@ class Allocator:
 
     def allocate(self, node_name: str, labels: Mapping[str, str]) -> NodeAllocation | None:
         """AllocationTimeout when the search on this node takes longer than ``timeout``."""
-        pools = self.index.pools_for(node_name, labels)
         memo = self.memo
-        versions: tuple[Hashable, ...] = ()
         if memo is not None:
-            version = self.allocated.pool_version
-            versions = tuple([version(p.key) for p in pools])
-            known = memo.recall(node_name, self.index, self._shape, labels, versions)
+            known = memo.recall(node_name, self.index, self._shape, labels, self.allocated.pool_version)
             if known is not None:
                 if known.picks is None:
                     return None
                 picks = known.picks
                 return NodeAllocation(self.claims, lambda: self._choices(picks), node_name)
+        pools = self.index.pools_for(node_name, labels)
+        keys = tuple([p.key for p in pools]) if memo is not None else ()
+        versions = tuple([self.allocated.pool_version(key) for key in keys])
         search = _Search(self, pools, self.index.usable_devices(node_name, labels))
         if not search.run():
             if any(p.invalid for p in search.pools):
                 raise NodeFailure("invalid resource pools were encountered")
             if memo is not None and not _offers_shares(pools):
-                memo.keep(node_name, self.index, Answer(self._shape, labels, versions, None))
+                memo.keep(node_name, self.index, Answer(self._shape, labels, keys, versions, None))
             return None
         if memo is not None and not _offers_shares(pools):
-            memo.keep(
-                node_name, self.index, Answer(self._shape, labels, versions, self._picks(search.results))
-            )
+            picks = self._picks(search.results)
+            memo.keep(node_name, self.index, Answer(self._shape, labels, keys, versions, picks))
         results = search.results
         return NodeAllocation(self.claims, lambda: results, node_name)
 

@@ -15,10 +15,10 @@ a new ID, and what the shares consume is not part of a pool's version.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 
-from scheduler.dra.model import Device
+from scheduler.dra.model import Device, PoolKey
 
 # per claim: (the request's place among the claim's requests and alternatives, the device)
 Picks = tuple[tuple[tuple[int, Device], ...], ...]
@@ -33,7 +33,8 @@ class Answer:
 
     shape: Hashable
     labels: Mapping[str, str]
-    versions: tuple[Hashable, ...]
+    pools: tuple[PoolKey, ...]  # the node's pools, as the index gave them for these labels
+    versions: tuple[Hashable, ...]  # each one's allocation version
     picks: Picks | None
 
 
@@ -62,9 +63,11 @@ class SearchMemo:
         index: object,
         shape: Hashable,
         labels: Mapping[str, str],
-        versions: tuple[Hashable, ...],
+        version: Callable[[PoolKey], Hashable],
     ) -> Answer | None:
-        """The node's last answer for the shape if it read exactly this; None when there is none."""
+        """The node's last answer for the shape if it read exactly this (the same labels, and
+        each of its pools at the same ``version``); None when there is none. Equal labels give
+        the same pools from one index, so the pools are not asked for again."""
         if index is not self._index:
             self._index = index
             self._answers.clear()
@@ -73,8 +76,8 @@ class SearchMemo:
         if (
             known is None
             or known.shape is not shape
-            or known.versions != versions
             or (known.labels is not labels and known.labels != labels)
+            or known.versions != tuple([version(pool) for pool in known.pools])
         ):
             return None
         return known

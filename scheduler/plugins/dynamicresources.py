@@ -116,6 +116,7 @@ class _State:
     claims: list[Mapping[str, Any]] = field(default_factory=list)
     available_on: list[NodeSelector | None] = field(default_factory=list)
     unready: list[int] = field(default_factory=list)  # allocated claims whose binding failed or timed out
+    node_bound: bool = False  # some claim is only usable on some nodes (the two lists above)
     allocator: Allocator | None = None
     by_node: dict[str, NodeAllocation] = field(default_factory=dict)
     unavailable: set[int] = field(default_factory=set)
@@ -337,6 +338,7 @@ class DynamicResources:
             if problem is not None:
                 return None, problem
         data.claims, data.available_on = claims, available_on
+        data.node_bound = bool(data.unready) or any(s is not None for s in available_on)
         if to_allocate:
             index = self.shared.slice_index(self._handle)
             self._report_bad_slices()
@@ -439,14 +441,16 @@ class DynamicResources:
             variant = outcome
             if variant is None and not data.has_user_claims():
                 return None  # the node's own allocatable serves the pod: NodeResourcesFit's part
-        unavailable = [
-            i
-            for i, selector in enumerate(data.available_on)
-            if (selector is not None and not selector.matches(node.labels, node.name)) or i in data.unready
-        ]
-        if unavailable:
-            data.unavailable.update(unavailable)
-            return Status.unresolvable(NOT_AVAILABLE)
+        if data.node_bound:
+            unavailable = [
+                i
+                for i, selector in enumerate(data.available_on)
+                if (selector is not None and not selector.matches(node.labels, node.name))
+                or i in data.unready
+            ]
+            if unavailable:
+                data.unavailable.update(unavailable)
+                return Status.unresolvable(NOT_AVAILABLE)
         allocator = variant.allocator if variant is not None else data.allocator
         if allocator is None:
             return None
