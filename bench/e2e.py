@@ -1,6 +1,7 @@
 """The real scheduler process end to end through the API: cost per pod, bind rate, memory.
 
     python -m bench.e2e [--nodes 1000] [--pods 5000] [--live] [--qps 0] [--profile] [--workload NAME]
+    python -m bench.e2e --workload dra [--partitioned] --nodes 500 --pods 2000
 
 The local endpoint runs in its own process (``pyscheduler sim-cluster --no-kubelet``, as on a real
 API server where no kubelet runs), so its CPU is not counted; ``--nodes`` nodes of 8 cpu / 32Gi.
@@ -34,6 +35,10 @@ Two more shapes (``--workload preemption`` / ``wffc``):
   nodes, one claim per pod; VolumeBinding finds a free PV on each node it filters and PreBind
   binds it (the endpoint's PV controller completes the claim).
 
+``--workload dra`` runs pods with a DRA claim each instead (``bench.e2e_dra``): every node has 8
+GPUs, every pod its own claim for one, the claims made before the scheduler starts (with
+``--partitioned``, each claim asks for half of a partitionable GPU).
+
 Figures are printed, never asserted.
 """
 
@@ -58,6 +63,8 @@ from typing import Any
 import aiohttp
 import orjson
 
+from bench import e2e_dra
+
 from bench.scheduler_perf import NODE_CAPACITY, NODE_PREFIX, POD_TEMPLATES, UPSTREAM_NODES, WORKLOADS
 
 NODE_TEMPLATE = """\
@@ -76,8 +83,9 @@ nodeGroups:
 """
 # the workloads whose init pods can be placed up front as upstream's scheduler would place them
 UPSTREAM_E2E_WORKLOADS = ("SchedulingBasic", "NodeAffinity", "TopologySpreading", "PodAntiAffinity")
-PREEMPTION, WFFC = "preemption", "wffc"
-E2E_WORKLOADS = (*UPSTREAM_E2E_WORKLOADS, PREEMPTION, WFFC)
+PREEMPTION, WFFC, DRA = "preemption", "wffc", "dra"
+E2E_WORKLOADS = (*UPSTREAM_E2E_WORKLOADS, PREEMPTION, WFFC, DRA)
+CLAIMS = "/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims"
 PREEMPTION_VICTIMS_PER_NODE = 4  # PreemptionBasic: 4,000 init pods on 1,000 nodes
 PVS_PER_POD = 2
 CONFIG = """\
@@ -91,6 +99,7 @@ COMPONENTS = (
     ("decode", ("orjson", "scheduler/api/", "json/")),
     ("informers", ("scheduler/client/informer.py", "scheduler/eventhandlers.py")),
     ("cache & queue", ("scheduler/cache/", "scheduler/queue/")),
+    ("DRA", ("scheduler/dra/", "scheduler/plugins/dynamicresources.py")),
     ("scheduling cycle", ("scheduler/schedule_one.py", "scheduler/runtime/", "scheduler/plugins/", "numpy")),
     ("events & status", ("scheduler/apidispatcher/",)),
     ("HTTP client", ("scheduler/client/transport.py", "scheduler/client/rest.py", "ssl.py")),
@@ -210,8 +219,10 @@ def workload_node_template(nodes: int, zones: tuple[str, ...] = ()) -> str:
     )
 
 
-def workload_shape(name: str, nodes: int, pods: int) -> Shape:
+def workload_shape(name: str, nodes: int, pods: int, partitioned: bool = False) -> Shape:
     """The cluster of a ``--workload`` run (see the module docstring)."""
+    if name == DRA:
+        return dra_shape(nodes, pods, partitioned)
     if name == PREEMPTION:
         return preemption_shape(nodes)
     if name == WFFC:
@@ -236,6 +247,16 @@ def workload_shape(name: str, nodes: int, pods: int) -> Shape:
         bound_pods(init.namespace, count, init_template.build, init_template.prefix, nodes),
     )
     return Shape(node_template, source, before, count)
+
+
+def dra_shape(nodes: int, pods: int, partitioned: bool) -> Shape:
+    """Nodes with GPUs, and a claim per measured pod made before the start (the claims first)."""
+    claims = Objects(CLAIMS.format(namespace=e2e_dra.NAMESPACE), pods, e2e_dra.claim_body(partitioned))
+    return Shape(
+        e2e_dra.node_template(nodes, partitioned),
+        PodSource(e2e_dra.NAMESPACE, e2e_dra.pod_body),
+        (namespace(e2e_dra.NAMESPACE), claims),
+    )
 
 
 def preemption_shape(nodes: int) -> Shape:
@@ -373,9 +394,10 @@ async def run(
     profile: bool,
     profile_out: Path | None = None,
     workload: str | None = None,
+    partitioned: bool = False,
 ) -> Figures:
     shape = (
-        workload_shape(workload, nodes, pods)
+        workload_shape(workload, nodes, pods, partitioned)
         if workload is not None
         else Shape(NODE_TEMPLATE.format(count=nodes), PodSource(), (namespace("bench"),))
     )
@@ -413,7 +435,8 @@ async def run(
                 figures = await _schedule(
                     work, kubeconfig, nodes, pods, qps, profile, live, counter, session, url, source
                 )
-                figures.workload, figures.init_pods = workload or "", shape.init_pods
+                figures.workload = f"{workload} (partitioned)" if partitioned else workload or ""
+                figures.init_pods = shape.init_pods
                 watcher.cancel()
                 if profile and profile_out is not None and (work / "profile.out").exists():
                     shutil.copyfile(work / "profile.out", profile_out)
@@ -507,9 +530,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--workload",
         choices=E2E_WORKLOADS,
-        help="a bench.scheduler_perf upstream workload, or preemption / wffc, instead of the plain pods",
+        help="a bench.scheduler_perf upstream workload, or preemption / wffc / dra, instead of the plain pods",
+    )
+    parser.add_argument(
+        "--partitioned",
+        action="store_true",
+        help="with --workload dra: claims for halves of partitionable GPUs",
     )
     args = parser.parse_args(argv)
+    if args.partitioned and args.workload != DRA:
+        parser.error("--partitioned goes with --workload dra")
+    if args.workload == DRA and args.pods > e2e_dra.capacity(args.nodes, args.partitioned):
+        parser.error(f"--workload dra: at most {e2e_dra.capacity(args.nodes, args.partitioned)} --pods")
     if (
         args.workload == "PodAntiAffinity"
         and init_pod_count(args.workload, args.nodes) + args.pods > args.nodes
@@ -517,7 +549,16 @@ def main(argv: list[str] | None = None) -> int:
         free = args.nodes - init_pod_count(args.workload, args.nodes)
         parser.error(f"PodAntiAffinity puts one pod per node: at most {free} --pods on {args.nodes} nodes")
     figures = asyncio.run(
-        run(args.nodes, args.pods, args.live, args.qps, args.profile, args.profile_out, args.workload)
+        run(
+            args.nodes,
+            args.pods,
+            args.live,
+            args.qps,
+            args.profile,
+            args.profile_out,
+            args.workload,
+            args.partitioned,
+        )
     )
     print(figures.describe())
     return 0

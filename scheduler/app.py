@@ -200,6 +200,16 @@ class SchedulerApp:
             decode_pod, pod_events = kept.pods.decoder(decode_pod), kept.pods.handler(pod_events)
             decode_node, node_events = kept.nodes.decoder(decode_node), kept.nodes.handler(node_events)
         self.malformed_pods = MalformedPods(names, self.queue, self.recorder, self.pod_status)
+        # the kinds plugins read, before the pods: a pod reaches the queue (and PreEnqueue)
+        # once the claims and other objects it names are in their stores, so that pods whose
+        # claims exist before the start are not held, each to be let go by a claim's add
+        plugin_informers: list[Informer[Any]] = []
+        for plural, (path, resource) in PLUGIN_RESOURCES.items():
+            handler = ResourceEvents(self.queue, resource) if resource else _Ignore()
+            decode = decoder_for(plural)
+            plugin_informers.append(
+                Informer(self.client, path, decode=decode, handler=handler, name=plural, outage=self.outage)
+            )
         self.pod_informer = Informer(
             self.client,
             "/api/v1/pods",
@@ -209,6 +219,7 @@ class SchedulerApp:
             name="pods",
             outage=self.outage,
             malformed=self.malformed_pods,
+            deliver_after=[informer.synced for informer in plugin_informers],
         )
         informers: list[Informer[Any]] = [
             self.pod_informer,
@@ -220,13 +231,8 @@ class SchedulerApp:
                 name="nodes",
                 outage=self.outage,
             ),
+            *plugin_informers,
         ]
-        for plural, (path, resource) in PLUGIN_RESOURCES.items():
-            handler = ResourceEvents(self.queue, resource) if resource else _Ignore()
-            decode = decoder_for(plural)
-            informers.append(
-                Informer(self.client, path, decode=decode, handler=handler, name=plural, outage=self.outage)
-            )
         if self.features.enabled(DRA_DEVICE_TAINT_RULES):
             plural, path, resource = DEVICE_TAINT_RULES
             rules = DeviceTaintRuleEvents(self.queue, resource)

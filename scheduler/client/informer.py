@@ -25,7 +25,7 @@ import builtins
 import hashlib
 import logging
 import random
-from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
@@ -37,6 +37,7 @@ from scheduler.api.kinds import display_key
 from scheduler.client.backoff import Backoff
 from scheduler.client.outage import OutageLog
 from scheduler.client.rest import ApiError, raise_for_status
+from scheduler.framework.changes import ChangeLog
 from scheduler.framework.interface import ApiClient, ApiResponse
 
 log = logging.getLogger(__name__)
@@ -92,12 +93,14 @@ class Store(Generic[T]):
 
     ``with_label`` answers from an index per label key, built on its first call for that key
     and kept up to date by every change from then on; a store nobody asks keeps none.
+    ``revision`` and ``changed_since`` say what changed (``scheduler.framework.RevisionedLister``).
     """
 
     # weak references: state derived from a store (scheduler.dra.shared) lives as long as it
-    __slots__ = ("__weakref__", "_by_label", "_entries")
+    __slots__ = ("__weakref__", "_by_label", "_changes", "_entries")
 
     def __init__(self) -> None:
+        self._changes = ChangeLog()
         self._entries: dict[str, _Entry[T]] = {}
         # label key -> (namespace, value) -> store key -> object
         self._by_label: dict[str, dict[tuple[str, str], dict[str, T]]] = {}
@@ -123,16 +126,25 @@ class Store(Generic[T]):
                     _unindex(index, key, name, old.obj)
                 _index(index, key, name, entry.obj)
         self._entries[name] = entry
+        self._changes.changed(name)
 
     def _pop(self, name: str) -> _Entry[T] | None:
         entry = self._entries.pop(name, None)
         if entry is not None:
+            self._changes.changed(name)
             for key, index in self._by_label.items():
                 _unindex(index, key, name, entry.obj)
         return entry
 
     def list(self) -> list[T]:
         return [e.obj for e in self._entries.values()]
+
+    @property
+    def revision(self) -> int:
+        return self._changes.revision
+
+    def changed_since(self, revision: int) -> builtins.list[str] | None:
+        return self._changes.since(revision)
 
     def keys(self) -> builtins.list[str]:
         return builtins.list(self._entries)
@@ -205,7 +217,9 @@ def _digest(raw: Any) -> str:
 class Informer(Generic[T]):
     """List+watch one collection (``path`` like ``/api/v1/pods``) into ``store``.
 
-    ``synced`` is set once the first list's objects have all been passed to the handler.
+    ``synced`` is set once the first list's objects have all been passed to the handler. With
+    ``deliver_after``, a list's objects are passed on only once those events are set (listed
+    meanwhile): the pods wait so for the objects their PreEnqueue plugins look up.
     """
 
     def __init__(
@@ -222,8 +236,10 @@ class Informer(Generic[T]):
         min_watch_timeout: float = MIN_WATCH_TIMEOUT,
         outage: OutageLog | None = None,
         malformed: MalformedHandler | None = None,
+        deliver_after: Sequence[asyncio.Event] = (),
     ) -> None:
         self.name = name or path.rsplit("/", 1)[-1]
+        self._deliver_after = tuple(deliver_after)
         self.store: Store[T] = Store()
         self.synced = asyncio.Event()
         self._client = client
@@ -330,6 +346,8 @@ class Informer(Generic[T]):
                     break
         finally:
             following.cancel()  # a failure mid-list: the page asked for ahead is not wanted
+        for ready in self._deliver_after:
+            await ready.wait()
         self._replace(entries, undecodable)
         for identity in self._reported.keys() - reported.keys():
             self._forget(identity)  # deleted, or good again

@@ -45,6 +45,7 @@ from typing import Any, Protocol
 from scheduler.api.quantity import BINARY_SI, DECIMAL_SI, Quantity, QuantityError
 from scheduler.dra import capacity
 from scheduler.dra.cel import CelError, SelectorCache
+from scheduler.dra.memo import Answer, Picks, SearchMemo
 from scheduler.dra.model import Amount, CounterKey, Device, DeviceID, Pool, PoolKey, SliceIndex
 
 ALLOCATION_RESULTS_MAX_SIZE = 32  # upstream's AllocationResultsMaxSize
@@ -258,9 +259,11 @@ class Allocator:
         claims: Sequence[Mapping[str, Any]],
         timeout: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
+        memo: SearchMemo | None = None,
     ) -> None:
         """ClaimError when a claim cannot be allocated anywhere (a missing class, too many devices).
-        ``timeout`` (seconds, 0 for none) bounds the search on each node."""
+        ``timeout`` (seconds, 0 for none) bounds the search on each node; ``memo`` keeps each
+        node's answer for the next allocator asking the same (``scheduler.dra.memo``)."""
         self.timeout = timeout
         self.clock = clock
         self.index = index
@@ -268,17 +271,51 @@ class Allocator:
         self.classes = classes
         self.selectors = selectors
         self.claims = [self._prepare(claim) for claim in claims]
+        self.memo = memo
+        # per claim: its requests and alternatives in order, as a memo's picks name them
+        self._requests = [
+            [r for slot in c.slots for r in ((slot.exact,) if slot.exact is not None else slot.alternatives)]
+            for c in self.claims
+        ]
+        self._shape = memo.shape(_shape(self.claims)) if memo is not None else None
 
     def allocate(self, node_name: str, labels: Mapping[str, str]) -> NodeAllocation | None:
         """AllocationTimeout when the search on this node takes longer than ``timeout``."""
-        search = _Search(
-            self, self.index.pools_for(node_name, labels), self.index.usable_devices(node_name, labels)
-        )
+        memo = self.memo
+        if memo is not None:
+            known = memo.recall(node_name, self.index, self._shape, labels, self.allocated.pool_version)
+            if known is not None:
+                if known.picks is None:
+                    return None
+                picks = known.picks
+                return NodeAllocation(self.claims, lambda: self._choices(picks), node_name)
+        pools = self.index.pools_for(node_name, labels)
+        keys = tuple([p.key for p in pools]) if memo is not None else ()
+        versions = tuple([self.allocated.pool_version(key) for key in keys])
+        search = _Search(self, pools, self.index.usable_devices(node_name, labels))
         if not search.run():
             if any(p.invalid for p in search.pools):
                 raise NodeFailure("invalid resource pools were encountered")
+            if memo is not None and not _offers_shares(pools):
+                memo.keep(node_name, self.index, Answer(self._shape, labels, keys, versions, None))
             return None
-        return NodeAllocation(self.claims, search.results, node_name)
+        if memo is not None and not _offers_shares(pools):
+            picks = self._picks(search.results)
+            memo.keep(node_name, self.index, Answer(self._shape, labels, keys, versions, picks))
+        results = search.results
+        return NodeAllocation(self.claims, lambda: results, node_name)
+
+    def _picks(self, results: list[list[_Choice]]) -> Picks:
+        return tuple(
+            tuple((self._requests[ci].index(choice.request), choice.device) for choice in chosen)
+            for ci, chosen in enumerate(results)
+        )
+
+    def _choices(self, picks: Picks) -> list[list[_Choice]]:
+        return [
+            [_Choice(self._requests[ci][position], device) for position, device in claim_picks]
+            for ci, claim_picks in enumerate(picks)
+        ]
 
     def shortages(self, node_name: str, labels: Mapping[str, str]) -> list[str]:
         """For explain: per request no device of the node serves on its own (whatever the other
@@ -383,6 +420,42 @@ class Allocator:
         )
 
 
+def _request_shape(request: _Request) -> Hashable:
+    """What of a request the search reads (its class only through the selectors; the selectors'
+    owners name the claim, for error messages, which no kept answer has)."""
+    return (
+        request.name,
+        request.base,
+        tuple(expression for expression, _ in request.selectors),
+        request.mode,
+        request.count,
+        request.admin,
+        repr(request.tolerations),
+        request.capacity_key,
+    )
+
+
+def _shape(claims: Sequence[_Claim]) -> Hashable:
+    """What of the claims the search reads: equal shapes on equal nodes find the same devices."""
+    return tuple(
+        (
+            tuple(
+                (True, _request_shape(slot.exact))
+                if slot.exact is not None
+                else (False, tuple(_request_shape(r) for r in slot.alternatives))
+                for slot in c.slots
+            ),
+            tuple(c.constraints),
+        )
+        for c in claims
+    )
+
+
+def _offers_shares(pools: Sequence[Pool]) -> bool:
+    """A device of the pools allows multiple allocations: each gets a new share ID."""
+    return any(d.multiple for p in pools for d in p.devices())
+
+
 def _shown(value: Amount) -> str:
     """An amount as a quantity, in the shorter of its decimal and binary forms ("4G", "20Gi")."""
     forms = [str(Quantity(value, fmt)) for fmt in (DECIMAL_SI, BINARY_SI)]
@@ -403,11 +476,14 @@ def _check_claim_size(claim: Mapping[str, Any], min_devices: int) -> None:
 
 
 class NodeAllocation:
-    """The devices found on one node, per claim; ``results`` are the API's AllocationResults."""
+    """The devices found on one node, per claim; ``results`` are the API's AllocationResults.
+    ``chosen`` gives the devices per claim when first asked (most nodes' never are)."""
 
     __slots__ = ("_chosen", "_claims", "_node", "_results")
 
-    def __init__(self, claims: Sequence[_Claim], chosen: list[list[_Choice]], node_name: str) -> None:
+    def __init__(
+        self, claims: Sequence[_Claim], chosen: Callable[[], list[list[_Choice]]], node_name: str
+    ) -> None:
         self._claims = claims
         self._chosen = chosen
         self._node = node_name
@@ -418,7 +494,7 @@ class NodeAllocation:
         if self._results is None:
             self._results = [
                 _result(c.claim, chosen, self._node)
-                for c, chosen in zip(self._claims, self._chosen, strict=True)
+                for c, chosen in zip(self._claims, self._chosen(), strict=True)
             ]
         return self._results
 

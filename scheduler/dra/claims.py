@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Hashable, Iterator, Mapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +21,7 @@ from scheduler.api import Pod
 from scheduler.api.quantity import QuantityError
 from scheduler.dra.extended import special_owner
 from scheduler.dra.model import Amount, DeviceID, PoolKey, amount
-from scheduler.framework import ObjectLister
+from scheduler.framework import ObjectLister, RevisionedLister
 
 RESERVED_FOR_MAX_SIZE = 256  # upstream's ResourceClaimReservedForMaxSize
 
@@ -188,9 +188,12 @@ class ClaimTracker:
         self._lister = lister
         self._pending: dict[str, Mapping[str, Any]] = {}
         self._assumed: dict[str, _Assumed] = {}
-        # the informer's claims as last seen (by object identity), what each holds, and in all
-        self._seen: dict[int, tuple[Mapping[str, Any], Holding]] = {}
+        # the informer's claims as last seen (by key), what each holds, and in all
+        self._seen: dict[str, tuple[Mapping[str, Any], Holding]] = {}
         self._held = _Held()
+        # the lister's revision ``_seen`` was taken at (None: not yet, or it has none)
+        self._revisioned = lister if isinstance(lister, RevisionedLister) else None
+        self._seen_revision: int | None = None
         # special claims (extended resources backed by DRA) by the uid of the pod controlling them
         self._specials: dict[str, Mapping[str, Any]] = {}
 
@@ -231,33 +234,66 @@ class ClaimTracker:
             self._assumed[key] = _Assumed(_resource_version(latest), claim)
 
     def allocated_devices(self) -> AllocatedDevices:
-        """Every device a claim holds. The informer's claims are compared by identity with the
-        last call's (an update is a new object), so only changed claims are looked into."""
-        seen: dict[int, tuple[Mapping[str, Any], Holding]] = {}
-        old = self._seen
-        held = self._held
-        for claim in self._lister.list():
-            known = old.pop(id(claim), None)
-            if known is None or known[0] is not claim:
-                if known is not None:
-                    held.change(known[1], -1)
-                    self._forget_special(known[0])
-                known = (claim, holding_of(claim))
-                held.change(known[1], 1)
-                owner = special_owner(claim)
-                if owner:
-                    self._specials[owner] = claim
-            seen[id(claim)] = known
-        for gone, holding in old.values():  # claims gone since the last call
-            held.change(holding, -1)
-            self._forget_special(gone)
-        self._seen = seen
+        """Every device a claim holds. The informer's claims are looked into only where they
+        changed: those the lister names as changed since the last call (when it can), else
+        those that are other objects than the last call saw (an update is a new object)."""
+        revision = self._revisioned.revision if self._revisioned is not None else None
+        if revision is None or self._seen_revision is None:
+            self._look_at_all()
+        elif revision != self._seen_revision:
+            assert self._revisioned is not None
+            changed = self._revisioned.changed_since(self._seen_revision)
+            if changed is None:
+                self._look_at_all()
+            else:
+                self._look_at(changed)
+        self._seen_revision = revision
         assumed = [holding_of(claim) for claim in self._pending.values()]
         for key in list(self._assumed):
             current = self._current(key, self._lister.get(key))
             if current is not None:
                 assumed.append(holding_of(current.claim))
-        return AllocatedDevices(held, assumed)
+        return AllocatedDevices(self._held, assumed)
+
+    def _look_at_all(self) -> None:
+        """Bring ``_held`` (and the special claims) up to date with all the informer's claims."""
+        old, self._seen = self._seen, {}
+        for claim in self._lister.list():
+            key = claim_key(claim)
+            known = old.pop(key, None)
+            if known is not None and known[0] is claim:
+                self._seen[key] = known
+                continue
+            if known is not None:
+                self._unsee(known)
+            self._see(key, claim)
+        for gone in old.values():  # claims gone since the last call
+            self._unsee(gone)
+
+    def _look_at(self, keys: Iterable[str]) -> None:
+        """Bring ``_held`` up to date with the claims of these keys."""
+        for key in dict.fromkeys(keys):
+            claim = self._lister.get(key)
+            known = self._seen.get(key)
+            if known is not None and known[0] is claim:
+                continue
+            if known is not None:
+                del self._seen[key]
+                self._unsee(known)
+            if claim is not None:
+                self._see(key, claim)
+
+    def _see(self, key: str, claim: Mapping[str, Any]) -> None:
+        holding = holding_of(claim)
+        self._seen[key] = (claim, holding)
+        self._held.change(holding, 1)
+        owner = special_owner(claim)
+        if owner:
+            self._specials[owner] = claim
+
+    def _unsee(self, known: tuple[Mapping[str, Any], Holding]) -> None:
+        self._held.change(known[1], -1)
+        self._forget_special(known[0])
 
     def special_claim(self, pod_uid: str) -> Mapping[str, Any] | None:
         """The special claim the pod controls, as the last ``allocated_devices`` saw the claims."""

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from scheduler.dra.cel import SelectorCache
 from scheduler.dra.claims import ClaimTracker
 from scheduler.dra.extended import ClassMaps
+from scheduler.dra.memo import SearchMemo
 from scheduler.dra.model import SliceIndex, SliceParser
 from scheduler.framework import Handle, ObjectLister
 
@@ -32,6 +33,7 @@ class SharedDRA:
     slices: SliceParser = field(default_factory=SliceParser)
     class_maps: ClassMaps = field(default_factory=ClassMaps)
     selectors: SelectorCache = field(default_factory=SelectorCache)
+    memo: SearchMemo = field(default_factory=SearchMemo)  # each node's last allocation search
 
     def slice_index(self, handle: Handle) -> SliceIndex:
         """The ResourceSlices, with the taints of the DeviceTaintRules when they are watched

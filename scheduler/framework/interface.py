@@ -298,6 +298,20 @@ class ObjectLister(Protocol):
         from an index: what a plugin asks every cycle costs the matches, not a scan."""
 
 
+@runtime_checkable
+class RevisionedLister(ObjectLister, Protocol):
+    """A lister that says when and where its objects changed: ``revision`` differs after every
+    change (an add, update or delete), and ``changed_since`` names the keys changed after a
+    revision, so state derived from all of the objects is brought up to date key by key."""
+
+    @property
+    def revision(self) -> int: ...
+
+    def changed_since(self, revision: int) -> list[str] | None:
+        """The keys changed after ``revision``; None when that is not known any more: then
+        look at every object."""
+
+
 class PluginsRunner(Protocol):
     """A profile's plugins, run outside the scheduling cycle's own search: what preemption's dry
     runs (and tools such as explain) need. ``Handle.plugins_runner`` gives the profile's."""

@@ -116,6 +116,7 @@ class _State:
     claims: list[Mapping[str, Any]] = field(default_factory=list)
     available_on: list[NodeSelector | None] = field(default_factory=list)
     unready: list[int] = field(default_factory=list)  # allocated claims whose binding failed or timed out
+    node_bound: bool = False  # some claim is only usable on some nodes (the two lists above)
     allocator: Allocator | None = None
     by_node: dict[str, NodeAllocation] = field(default_factory=dict)
     unavailable: set[int] = field(default_factory=set)
@@ -216,12 +217,15 @@ class DynamicResources:
         )
 
     def _after_claim_change(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
+        deallocated = old is not None and allocation_of(old) is not None and allocation_of(new) is None
         try:
+            if not deallocated and claim_key(new) not in self._claim_keys(pod):
+                return QueueingHint.SKIP  # not the pod's: no need to look its claims up
             uids = {claim_uid(c) for c in self._pod_claims(pod)}
         except ClaimProblem:
             return QueueingHint.SKIP
-        if old is not None and allocation_of(old) is not None and allocation_of(new) is None:
-            return QueueingHint.QUEUE  # deallocated: its devices are free again
+        if deallocated:
+            return QueueingHint.QUEUE  # its devices are free again
         if claim_uid(new) not in uids:
             return QueueingHint.SKIP
         if old is None:
@@ -246,6 +250,16 @@ class DynamicResources:
         return QueueingHint.QUEUE
 
     # ------------------------------------------------------------------ claims of a pod
+
+    @staticmethod
+    def _claim_keys(pod: Pod) -> set[str]:
+        """The keys of the claims the pod names; ClaimProblem as ``_pod_claims`` raises it."""
+        keys = set()
+        for pod_claim in pod.resource_claims:
+            name, _ = claim_name(pod, pod_claim)
+            if name is not None:
+                keys.add(f"{pod.namespace}/{name}")
+        return keys
 
     def _pod_claims(self, pod: Pod) -> list[Mapping[str, Any]]:
         """The pod's claims as the scheduler sees them; ClaimProblem when one cannot be used."""
@@ -324,6 +338,7 @@ class DynamicResources:
             if problem is not None:
                 return None, problem
         data.claims, data.available_on = claims, available_on
+        data.node_bound = bool(data.unready) or any(s is not None for s in available_on)
         if to_allocate:
             index = self.shared.slice_index(self._handle)
             self._report_bad_slices()
@@ -338,6 +353,7 @@ class DynamicResources:
                     self.shared.selectors,
                     to_allocate,
                     timeout=self._filter_timeout,
+                    memo=self.shared.memo,
                 )
 
             data.make_allocator = make_allocator
@@ -425,14 +441,16 @@ class DynamicResources:
             variant = outcome
             if variant is None and not data.has_user_claims():
                 return None  # the node's own allocatable serves the pod: NodeResourcesFit's part
-        unavailable = [
-            i
-            for i, selector in enumerate(data.available_on)
-            if (selector is not None and not selector.matches(node.labels, node.name)) or i in data.unready
-        ]
-        if unavailable:
-            data.unavailable.update(unavailable)
-            return Status.unresolvable(NOT_AVAILABLE)
+        if data.node_bound:
+            unavailable = [
+                i
+                for i, selector in enumerate(data.available_on)
+                if (selector is not None and not selector.matches(node.labels, node.name))
+                or i in data.unready
+            ]
+            if unavailable:
+                data.unavailable.update(unavailable)
+                return Status.unresolvable(NOT_AVAILABLE)
         allocator = variant.allocator if variant is not None else data.allocator
         if allocator is None:
             return None

@@ -232,8 +232,9 @@ class SchedulingQueue:
                 self._requeue_parked(info, strategy, label, gang)
             elif gang is not None:
                 skipped_gangs.add(gang.key)
+        matching: dict[int, list[ClusterEventWithHint]] = {}  # see _gate_may_open
         for info in list(self._gated.values()):
-            if self._gate_may_open(info, event, old, new):
+            if self._gate_may_open(info, event, old, new, matching):
                 self._try_ungate(info, label)
         self._move_request_cycle = self._cycle
         self._in_flight.record(event, old, new, exclude)
@@ -624,12 +625,22 @@ class SchedulingQueue:
                 break
         return best, label
 
-    def _gate_may_open(self, info: QueuedPodInfo, event: ClusterEvent, old: object, new: object) -> bool:
-        """Only events registered by the gating plugin re-run PreEnqueue for a gated pod."""
-        for entry in self._policy.hints(info.pod).get(info.gated_by, ()):
-            if event.matches(entry.event) and self._hint_says_queue(info.gated_by, entry, info.pod, old, new):
-                return True
-        return False
+    def _gate_may_open(
+        self,
+        info: QueuedPodInfo,
+        event: ClusterEvent,
+        old: object,
+        new: object,
+        matching: dict[int, list[ClusterEventWithHint]],
+    ) -> bool:
+        """Only events registered by the gating plugin re-run PreEnqueue for a gated pod. Which
+        of a plugin's registrations the event matches is found once per event (``matching``,
+        by the registrations' identity), not once per gated pod: many pods wait on one plugin."""
+        entries = self._policy.hints(info.pod).get(info.gated_by, ())
+        found = matching.get(id(entries))
+        if found is None:
+            found = matching[id(entries)] = [e for e in entries if event.matches(e.event)]
+        return any(self._hint_says_queue(info.gated_by, e, info.pod, old, new) for e in found)
 
     # ------------------------------------------------------------------ gating
 

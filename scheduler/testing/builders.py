@@ -30,6 +30,7 @@ from scheduler.framework import (
     Status,
     WaitingPods,
 )
+from scheduler.framework.changes import ChangeLog
 from scheduler.framework.pod_index import PodIndex
 from scheduler.runtime.waiting import WaitingPodMap
 from scheduler.testing.clock import FakeClock
@@ -369,6 +370,7 @@ class FakeLister:
     """An informer store over plain API dicts, keyed ``namespace/name`` (or ``name``)."""
 
     def __init__(self, objects: Iterable[Mapping[str, Any]] = ()) -> None:
+        self._changes = ChangeLog()  # a RevisionedLister
         self._objects: dict[str, Mapping[str, Any]] = {}
         for obj in objects:
             self.put(obj)
@@ -379,10 +381,20 @@ class FakeLister:
         return f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else str(meta.get("name"))
 
     def put(self, obj: Mapping[str, Any]) -> None:
-        self._objects[self.key(obj)] = obj
+        key = self.key(obj)
+        self._objects[key] = obj
+        self._changes.changed(key)
 
     def delete(self, key: str) -> None:
-        self._objects.pop(key, None)
+        if self._objects.pop(key, None) is not None:
+            self._changes.changed(key)
+
+    @property
+    def revision(self) -> int:
+        return self._changes.revision
+
+    def changed_since(self, revision: int) -> builtins.list[str] | None:
+        return self._changes.since(revision)
 
     def get(self, key: str) -> Mapping[str, Any] | None:
         return self._objects.get(key)

@@ -1,0 +1,89 @@
+"""The answer of each node's last allocation search, for the next pod asking the same there.
+
+From one cycle to the next almost every node is unchanged: only the pools of the node the last
+pod went to hold other devices now. The search on a node (``scheduler.dra.allocator``) reads
+only the claims' requests and constraints (their *shape*: names, selectors, mode, count, admin
+access, tolerations, capacity), the node's pools and devices (the slice index and the node's
+labels) and what claims hold in those pools (each pool's allocation version, which changes with
+every allocation, pending, assumed or written, of its devices). When all of these are what the
+node's last search had, its answer (the devices per request, or that none fit) is the answer
+again, with the same device names.
+
+Searches on nodes offering shared devices (DRAConsumableCapacity) are not kept: each share gets
+a new ID, and what the shares consume is not part of a pool's version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass
+
+from scheduler.dra.model import Device, PoolKey
+
+# per claim: (the request's place among the claim's requests and alternatives, the device)
+Picks = tuple[tuple[tuple[int, Device], ...], ...]
+
+_MAX_SHAPES = 1024  # distinct claim shapes interned before the table starts over
+_MAX_ANSWERS = 100_000  # answers kept (per node and shape) before the table starts over
+
+
+@dataclass(slots=True, frozen=True, eq=False)
+class Answer:
+    """One node's search: what it read and what it found (None: the claims do not fit)."""
+
+    shape: Hashable
+    labels: Mapping[str, str]
+    pools: tuple[PoolKey, ...]  # the node's pools, as the index gave them for these labels
+    versions: tuple[Hashable, ...]  # each one's allocation version
+    picks: Picks | None
+
+
+class SearchMemo:
+    """The last answer per node and claim shape, for one slice index (a new index drops them all)."""
+
+    def __init__(self) -> None:
+        self._index: object = None
+        # by node and the shape's identity (shapes are interned; the answer names its own)
+        self._answers: dict[tuple[str, int], Answer] = {}
+        self._shapes: dict[Hashable, Hashable] = {}
+
+    def shape(self, shape: Hashable) -> Hashable:
+        """The one object standing for an equal shape, so answers compare shapes by identity."""
+        found = self._shapes.get(shape)
+        if found is None:
+            if len(self._shapes) >= _MAX_SHAPES:
+                self._shapes.clear()
+                self._answers.clear()
+            found = self._shapes[shape] = shape
+        return found
+
+    def recall(
+        self,
+        node_name: str,
+        index: object,
+        shape: Hashable,
+        labels: Mapping[str, str],
+        version: Callable[[PoolKey], Hashable],
+    ) -> Answer | None:
+        """The node's last answer for the shape if it read exactly this (the same labels, and
+        each of its pools at the same ``version``); None when there is none. Equal labels give
+        the same pools from one index, so the pools are not asked for again."""
+        if index is not self._index:
+            self._index = index
+            self._answers.clear()
+            return None
+        known = self._answers.get((node_name, id(shape)))
+        if (
+            known is None
+            or known.shape is not shape
+            or (known.labels is not labels and known.labels != labels)
+            or known.versions != tuple([version(pool) for pool in known.pools])
+        ):
+            return None
+        return known
+
+    def keep(self, node_name: str, index: object, answer: Answer) -> None:
+        if index is self._index:
+            if len(self._answers) >= _MAX_ANSWERS:
+                self._answers.clear()
+            self._answers[(node_name, id(answer.shape))] = answer
