@@ -64,7 +64,6 @@ import aiohttp
 import orjson
 
 from bench import e2e_dra
-
 from bench.scheduler_perf import NODE_CAPACITY, NODE_PREFIX, POD_TEMPLATES, UPSTREAM_NODES, WORKLOADS
 
 NODE_TEMPLATE = """\
@@ -530,7 +529,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--workload",
         choices=E2E_WORKLOADS,
-        help="a bench.scheduler_perf upstream workload, or preemption / wffc / dra, instead of the plain pods",
+        help="a bench.scheduler_perf upstream workload, or preemption, wffc or dra, not the plain pods",
     )
     parser.add_argument(
         "--partitioned",
