@@ -200,9 +200,8 @@ class SchedulingQueue:
         info = self._active.remove(uid) or self._backoff.remove(uid) or self._error_backoff.remove(uid)
         if info is None:
             info = self._unschedulable.pop(uid, None)
-        if info is None and uid in self._gated:
-            info = self._gated[uid]
-            self._remove_gated(uid)
+        if info is None:
+            info = self._gated.pop(uid, None)
         if info is not None:
             self._count_rejections(info, -1)
         self._gangs.forget(uid)
@@ -652,17 +651,17 @@ class SchedulingQueue:
         if status.error is not None:
             log.error("PreEnqueue plugin %s failed for pod %s: %s", plugin, info.pod.key, status.message())
         info.gated_by = plugin or "PreEnqueue"
+        # As upstream, a gating plugin joins the pod's rejecting plugins: it counts in the
+        # unschedulable-pods gauge once, until the pod's next attempt starts or it is deleted.
+        if info.gated_by not in info.unschedulable_plugins | info.pending_plugins:
+            info.unschedulable_plugins.add(info.gated_by)
+            self._count_plugins((info.gated_by,), info.pod, +1)
 
     def _add_gated(self, info: QueuedPodInfo, event: str) -> None:
         uid = info.pod.uid
-        previous = self._gated.get(uid)
-        if previous is not None and previous.gated_by != info.gated_by:
-            self._remove_gated(uid)
-            previous = None
-        self._gated[uid] = info
-        if previous is None:
+        if uid not in self._gated:
             self._incoming(GATED, event)
-            self._count_plugins((info.gated_by,), info.pod, +1)
+        self._gated[uid] = info
 
     def _try_ungate(self, info: QueuedPodInfo, event: str) -> None:
         """Re-run PreEnqueue for a gated pod; it moves to activeQ only if no plugin gates it now."""
@@ -670,12 +669,8 @@ class SchedulingQueue:
         if info.gated_by:
             self._add_gated(info, event)
         else:
-            self._remove_gated(info.pod.uid)
+            del self._gated[info.pod.uid]
             self._move_to_active(info, event, pre_enqueue=False)
-
-    def _remove_gated(self, uid: str) -> None:
-        info = self._gated.pop(uid)
-        self._count_plugins((info.gated_by,), info.pod, -1)
 
     # ------------------------------------------------------------------ helpers
 

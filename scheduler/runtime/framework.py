@@ -770,10 +770,10 @@ class Framework:
         return result
 
     def will_wait_on_permit(self, pod: Pod) -> bool:
-        """Held at Permit and not yet let go (a gang's members are often allowed together before
-        their binding cycles start)."""
-        waiting = self.waiting_pods.get(pod.uid)
-        return waiting is not None and bool(waiting.pending_plugins)
+        """A Permit plugin asked the pod to wait: as upstream, true until its binding cycle's
+        WaitOnPermit ends, even once every plugin has allowed it (as a gang's members often are
+        before their binding cycles start)."""
+        return pod.uid in self.waiting_pods
 
     def discard_waiting_pod(self, pod: Pod) -> None:
         """Stop holding ``pod`` at Permit: its binding cycle failed before the wait."""

@@ -16,6 +16,7 @@ from scheduler.framework import (
     ClusterEventWithHint,
     QueuedPodInfo,
     QueueingHint,
+    Status,
 )
 from scheduler.framework.interface import NODE, PERSISTENT_VOLUME, POD, WILDCARD
 from scheduler.metrics import SchedulerMetrics
@@ -601,3 +602,59 @@ async def test_an_error_after_rejections_backs_off_by_the_error_count_alone():
     queue.add_unschedulable(info, queue.scheduling_cycle())
     assert info.unschedulable_count == 4
     assert queue.backoff_remaining(info.pod.uid) == pytest.approx(1.0 + 1.0, abs=1.0)
+
+
+class TwoGatesPolicy(FakePolicy):
+    """Plugin ``GateA`` holds pods labelled ``a``; once it lets one pass, ``GateB`` holds pods
+    labelled ``b``."""
+
+    def pre_enqueue(self, pod):
+        for plugin, label in (("GateA", "a"), ("GateB", "b")):
+            if label in pod.labels:
+                return plugin, Status.unresolvable(f"held by {plugin}")
+        return "", None
+
+
+async def test_the_unschedulable_pods_gauge_counts_every_gating_plugin_until_the_pod_is_popped():
+    """As upstream: a plugin that gated the pod counts for it (once) until its next attempt
+    starts, even after another plugin took over the gating or the pod was let through."""
+    metrics, registry = make_metrics()
+    queue = SchedulingQueue(
+        sort_key=priority_sort, policy=TwoGatesPolicy(), clock=FakeClock(), metrics=metrics
+    )
+
+    def gauge(plugin: str) -> float | None:
+        labels = {"plugin": plugin, "profile": "default-scheduler"}
+        return registry.get_sample_value("scheduler_unschedulable_pods", labels)
+
+    pod = make_pod("p", labels={"a": "", "b": ""})
+    queue.add(pod)
+    assert (gauge("GateA"), gauge("GateB")) == (1, None)
+    held_by_b = dataclasses.replace(pod, labels={"b": ""})
+    queue.update(pod, held_by_b)
+    assert where(queue) == "gated"
+    assert (gauge("GateA"), gauge("GateB")) == (1, 1)
+    queue.update(held_by_b, dataclasses.replace(held_by_b, labels={"b": "", "x": ""}))
+    assert (gauge("GateA"), gauge("GateB")) == (1, 1)  # B again: not counted twice
+    free = dataclasses.replace(held_by_b, labels={})
+    queue.update(held_by_b, free)
+    assert where(queue) == "active"
+    assert (gauge("GateA"), gauge("GateB"), gauge("")) == (1, 1, None)
+    await pop_now(queue)
+    assert (gauge("GateA"), gauge("GateB")) == (0, 0)
+
+
+async def test_deleting_a_pod_gated_by_two_plugins_in_turn_drops_both_from_the_gauge():
+    metrics, registry = make_metrics()
+    queue = SchedulingQueue(
+        sort_key=priority_sort, policy=TwoGatesPolicy(), clock=FakeClock(), metrics=metrics
+    )
+    pod = make_pod("p", labels={"a": "", "b": ""})
+    queue.add(pod)
+    held_by_b = dataclasses.replace(pod, labels={"b": ""})
+    queue.update(pod, held_by_b)
+    queue.delete(held_by_b)
+    for plugin in ("GateA", "GateB"):
+        labels = {"plugin": plugin, "profile": "default-scheduler"}
+        assert registry.get_sample_value("scheduler_unschedulable_pods", labels) == 0
+    assert queue.pending()["gated"] == 0
