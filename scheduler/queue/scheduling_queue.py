@@ -659,8 +659,8 @@ class SchedulingQueue:
 
     def _add_gated(self, info: QueuedPodInfo, event: str) -> None:
         uid = info.pod.uid
-        if uid not in self._gated:
-            self._incoming(GATED, event)
+        if uid not in self._gated:  # counted as upstream counts it: gated pods wait among the unschedulable
+            self._incoming(UNSCHEDULABLE, event)
         self._gated[uid] = info
 
     def _try_ungate(self, info: QueuedPodInfo, event: str) -> None:
