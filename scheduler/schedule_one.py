@@ -735,7 +735,9 @@ def find_nodes_that_pass_filters(
     found: list[np.ndarray] = []
     count = 0
     search.processed = len(candidates)
-    start, size = 0, max(2 * num_to_find, MIN_FILTER_CHUNK)
+    # with every filter batched, a chunk past the nodes wanted is work the per-node path skips
+    # (DynamicResources' allocation search runs per slot): the first one is only what is wanted
+    start, size = 0, max(num_to_find if not per_node else 2 * num_to_find, MIN_FILTER_CHUNK)
     while start < len(candidates) and count < num_to_find:
         stop = min(start + size, len(candidates))
         alive, pos = candidates[start:stop], positions[start:stop]

@@ -77,9 +77,13 @@ class SearchMemo:
             known is None
             or known.shape is not shape
             or (known.labels is not labels and known.labels != labels)
-            or known.versions != tuple([version(pool) for pool in known.pools])
         ):
             return None
+        for pool, seen in zip(
+            known.pools, known.versions, strict=True
+        ):  # a plain loop: most nodes have one pool
+            if version(pool) != seen:
+                return None
         return known
 
     def keep(self, node_name: str, index: object, answer: Answer) -> None:
