@@ -43,8 +43,10 @@ class SearchMemo:
 
     def __init__(self) -> None:
         self._index: object = None
-        # by node and the shape's identity (shapes are interned; the answer names its own)
-        self._answers: dict[tuple[str, int], Answer] = {}
+        # by the shape's identity (shapes are interned; the answer names its own), then by node:
+        # one lookup by the node's name, whose hash the string keeps
+        self._answers: dict[int, dict[str, Answer]] = {}
+        self._kept = 0
         self._shapes: dict[Hashable, Hashable] = {}
 
     def shape(self, shape: Hashable) -> Hashable:
@@ -53,7 +55,7 @@ class SearchMemo:
         if found is None:
             if len(self._shapes) >= _MAX_SHAPES:
                 self._shapes.clear()
-                self._answers.clear()
+                self._drop_answers()
             found = self._shapes[shape] = shape
         return found
 
@@ -70,24 +72,30 @@ class SearchMemo:
         the same pools from one index, so the pools are not asked for again."""
         if index is not self._index:
             self._index = index
-            self._answers.clear()
+            self._drop_answers()
             return None
-        known = self._answers.get((node_name, id(shape)))
+        by_node = self._answers.get(id(shape))
+        known = by_node.get(node_name) if by_node is not None else None
         if (
             known is None
             or known.shape is not shape
             or (known.labels is not labels and known.labels != labels)
         ):
             return None
-        for pool, seen in zip(
-            known.pools, known.versions, strict=True
-        ):  # a plain loop: most nodes have one pool
+        # a plain loop: most nodes have one pool
+        for pool, seen in zip(known.pools, known.versions, strict=True):
             if version(pool) != seen:
                 return None
         return known
 
     def keep(self, node_name: str, index: object, answer: Answer) -> None:
         if index is self._index:
-            if len(self._answers) >= _MAX_ANSWERS:
-                self._answers.clear()
-            self._answers[(node_name, id(answer.shape))] = answer
+            if self._kept >= _MAX_ANSWERS:
+                self._drop_answers()
+            by_node = self._answers.setdefault(id(answer.shape), {})
+            self._kept += node_name not in by_node
+            by_node[node_name] = answer
+
+    def _drop_answers(self) -> None:
+        self._answers.clear()
+        self._kept = 0
