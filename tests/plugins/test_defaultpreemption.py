@@ -746,7 +746,7 @@ def outcome(found: list[Candidate], statuses: dict[str, Status]) -> tuple:
     return chosen, [] if chosen else list(statuses.items())
 
 
-@pytest.mark.parametrize("seed", range(60))
+@pytest.mark.parametrize("seed", range(150))
 def test_the_dry_run_shortcuts_find_what_the_plain_dry_run_finds(seed: int) -> None:
     rng = random.Random(seed)
     nodes = [
@@ -763,10 +763,20 @@ def test_the_dry_run_shortcuts_find_what_the_plain_dry_run_finds(seed: int) -> N
     pods = [random_victim(rng, f"v{j}", rng.choice(nodes).name) for j in range(rng.randint(0, 30))]
     preemptor = random_preemptor(rng)
     nominated = {
-        node.name: [make_pod(f"nom-{node.name}", priority=rng.choice([1, 20]), requests={"cpu": "1"})]
+        node.name: [
+            make_pod(
+                f"nom-{node.name}-{k}",
+                priority=rng.choice([1, 10, 20]),
+                requests={"cpu": rng.choice(["500m", "1", "2"]), "memory": rng.choice(["256Mi", "2Gi"])},
+            )
+            for k in range(rng.randint(1, 2))
+        ]
         for node in nodes
-        if rng.random() < 0.3
+        if rng.random() < 0.4
     }
+    if pods and rng.random() < 0.2:  # a nominated pod the node already holds (adding it replaces it)
+        placed = rng.choice(pods)
+        nominated.setdefault(placed.node_name, []).append(placed)
     handle = Handle(table_of(nodes, pods), nominated=nominated)
     profile = Profile(
         scheduler_name="pyscheduler",

@@ -61,7 +61,7 @@ def dry_run(
     violating: list[Candidate] = []
     statuses: dict[str, Status] = {}
     extensions = extensions_active(runner, state)
-    hopeless = hopeless_check(runner, state, pod)
+    hopeless = hopeless_check(runner, state, pod, nominated_for)
     fits = fit_only_refilter(runner, state, pod) if nominated_for is not None and not extensions else None
 
     def visit(info: NodeInfo) -> None:

@@ -5,8 +5,9 @@ lower-priority pod. Two facts, each read from the profile once per preemption, m
 unnecessary when they hold:
 
 - a node whose lower-priority pods, all gone, would still leave too little CPU, memory,
-  ephemeral storage or pod room for the preemptor fails NodeResourcesFit in the dry run whatever
-  else happens (nominated pods only take more room), so it is no candidate;
+  ephemeral storage or pod room for the preemptor, once the pods nominated there that it must
+  respect are counted, fails NodeResourcesFit in the dry run whatever else happens (the dry run
+  adds those nominated pods before it runs the filters), so it is no candidate;
 - when no PreFilter extension (AddPod/RemovePod) is active for the pod, the dry run never writes
   to the cycle state, so it needs no copy of it and no extension calls;
 - when every active filter but NodeResourcesFit reads only the Node object (NodeUnschedulable,
@@ -42,9 +43,19 @@ def extensions_active(runner: PluginsRunner, state: CycleState) -> bool:
     return any(isinstance(p, PreFilterExtensions) for p in _active(runner.pre_filter_plugins, state))
 
 
-def hopeless_check(runner: PluginsRunner, state: CycleState, pod: Pod) -> Callable[[NodeInfo], bool] | None:
+def hopeless_check(
+    runner: PluginsRunner,
+    state: CycleState,
+    pod: Pod,
+    nominated_for: Callable[[str], Sequence[Pod]] | None = None,
+) -> Callable[[NodeInfo], bool] | None:
     """A test for "no victims here can make room for ``pod``", or None when the profile's filters
-    give no such guarantee (NodeResourcesFit is not among the active filters)."""
+    give no such guarantee (NodeResourcesFit is not among the active filters).
+
+    With ``nominated_for`` (the handle's nominated pods per node, the ones the dry run's filters
+    add), the room those the pod must respect would take is counted as taken: a node holding a
+    preemptor's nomination is then hopeless for the next preemptor without a dry run.
+    """
     if not any(isinstance(p, Fit) for p in _active(runner.filter_plugins, state)):
         return None
     want = pod.requests
@@ -54,14 +65,19 @@ def hopeless_check(runner: PluginsRunner, state: CycleState, pod: Pod) -> Callab
         lower = [other.requests for other in info.pods.values() if other.priority < priority]
         if not lower:
             return True  # nothing to evict (the common case on nodes of important pods: kept cheap)
+        held = _respected(pod, info, nominated_for) if nominated_for is not None else ()
         alloc, used = info.node.allocatable, info.requested
-        if len(info.pods) - len(lower) + 1 > alloc.allowed_pod_number:
+        if len(info.pods) - len(lower) + len(held) + 1 > alloc.allowed_pod_number:
             return True
         cpu = memory = storage = 0
         for r in lower:
             cpu += r.milli_cpu
             memory += r.memory
             storage += r.ephemeral_storage
+        for other in held:
+            cpu -= other.requests.milli_cpu
+            memory -= other.requests.memory
+            storage -= other.requests.ephemeral_storage
         # NodeResourcesFit checks a resource only when the pod asks for some of it
         room = (
             (want.milli_cpu, alloc.milli_cpu - used.milli_cpu + cpu),
@@ -71,6 +87,17 @@ def hopeless_check(runner: PluginsRunner, state: CycleState, pod: Pod) -> Callab
         return any(wanted > 0 and wanted > free for wanted, free in room)
 
     return hopeless
+
+
+def _respected(pod: Pod, info: NodeInfo, nominated_for: Callable[[str], Sequence[Pod]]) -> list[Pod]:
+    """The nominated pods the dry run adds to ``info`` before filtering, when adding them only
+    adds their requests: none are counted if one is already on the node (adding it replaces it)."""
+    held = [
+        other for other in nominated_for(info.name) if other.priority >= pod.priority and other.uid != pod.uid
+    ]
+    if any(other.uid in info.pods for other in held):
+        return []
+    return held
 
 
 def fit_only_refilter(
