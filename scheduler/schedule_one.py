@@ -16,6 +16,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -445,6 +446,35 @@ class Scheduler:
             )
         return ScheduleResult(best, evaluated, len(feasible))
 
+    async def nominated_node_fits(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        snapshot: NodeLister,
+        name: str,
+        nominated: Mapping[str, list[Pod]],
+        *,
+        timed: bool = True,
+    ) -> bool | Status:
+        """Upstream's evaluateNominatedNode: whether ``pod`` passes the filters (and the extenders'
+        filters) on node ``name`` alone, or the extenders' error. As upstream, a PreFilter result
+        does not narrow this check. ``timed=False`` (explain) runs the filters unobserved; the
+        extenders' await stays outside ``fwk.unobserved()``, which must not span a suspension."""
+        info = snapshot.get(name)
+        if info is None:
+            return False
+        with nullcontext() if timed else fwk.unobserved():
+            search = find_nodes_that_pass_filters(
+                fwk, state, pod, snapshot, np.array([info.slot]), nominated, self.extenders
+            )
+        if not len(search.feasible):
+            return False
+        if not self.extenders:
+            return True
+        passed = await find_nodes_that_pass_extenders(self.extenders, pod, [info])
+        return passed if isinstance(passed, Status) else bool(passed[0])
+
     async def _evaluate_nominated_node(
         self,
         fwk: Framework,
@@ -454,27 +484,13 @@ class Scheduler:
         name: str,
         nominated: Mapping[str, list[Pod]],
     ) -> ScheduleResult | None:
-        """Upstream's evaluateNominatedNode: a preemptor takes the node it freed (a batched pod
-        the node it was hinted) if it fits there, without scoring; otherwise the whole cluster
-        is searched as usual. As upstream, a PreFilter result does not narrow this check."""
-        info = snapshot.get(name)
-        if info is None:
+        """A preemptor takes the node it freed (a batched pod the node it was hinted) if it fits
+        there, without scoring; otherwise the whole cluster is searched as usual."""
+        fits = await self.nominated_node_fits(fwk, state, pod, snapshot, name, nominated)
+        if isinstance(fits, Status):
+            log.error("evaluation failed on nominated node %s for pod %s: %s", name, pod.key, fits.message())
             return None
-        search = find_nodes_that_pass_filters(
-            fwk, state, pod, snapshot, np.array([info.slot]), nominated, self.extenders
-        )
-        if not len(search.feasible):
-            return None
-        if self.extenders:
-            passed = await find_nodes_that_pass_extenders(self.extenders, pod, [info])
-            if isinstance(passed, Status):
-                log.error(
-                    "evaluation failed on nominated node %s for pod %s: %s", name, pod.key, passed.message()
-                )
-                return None
-            if not passed[0]:
-                return None
-        return ScheduleResult(name, 1, 1)
+        return ScheduleResult(name, 1, 1) if fits else None
 
     @staticmethod
     def single_node_fit_error(node_name: str, status: Status) -> FitError:

@@ -25,7 +25,6 @@ from scheduler.runtime import Framework
 from scheduler.schedule_one import (
     Scheduler,
     feasible_nodes_wanted,
-    find_nodes_that_pass_extenders,
     find_nodes_that_pass_filters,
     select_host,
 )
@@ -60,8 +59,13 @@ async def next_cycle(
             signature = fwk.sign_pod(state, pod)
         next_cycle_number = scheduler.queue.scheduling_cycle() + 1  # were it popped next
         view.hint = fwk.batch.peek_hint(pod, signature, state, next_cycle_number, snapshot)
+    nominated = scheduler.nominated_to_respect(pod)
     first = pod.nominated_node_name or view.hint
-    if first and await _fits_alone(scheduler, fwk, state, pod, snapshot, first):
+    # the scheduler's own check, untimed; an extender's error counts as no fit
+    fits = first and await scheduler.nominated_node_fits(
+        fwk, state, pod, snapshot, first, nominated, timed=False
+    )
+    if fits is True:
         view.taken = first
         why = (
             "its nominated node fits: a cycle takes it without scoring"
@@ -73,7 +77,6 @@ async def next_cycle(
     order = snapshot.order
     rotated = np.concatenate((order[start:], order[:start])) if start else order
     candidates = rotated[np.isin(rotated, found.candidates)]
-    nominated = scheduler.nominated_to_respect(pod)
     with fwk.unobserved():
         search = find_nodes_that_pass_filters(
             fwk, state, pod, snapshot, candidates, nominated, scheduler.extenders
@@ -102,24 +105,3 @@ def _why_best(scored: Scored) -> str:
     if tied == 1:
         return f"the highest total score ({best}) of the nodes a cycle scores"
     return f"{tied} nodes share the highest total ({best}): a cycle picks one of them at random"
-
-
-async def _fits_alone(
-    scheduler: Scheduler, fwk: Framework, state: CycleState, pod: Pod, snapshot: NodeLister, name: str
-) -> bool:
-    """Upstream's evaluateNominatedNode: the node passes the filters (and the extenders' filters)
-    on its own; a PreFilter result does not narrow this check."""
-    info = snapshot.get(name)
-    if info is None:
-        return False
-    nominated = scheduler.nominated_to_respect(pod)
-    with fwk.unobserved():
-        search = find_nodes_that_pass_filters(
-            fwk, state, pod, snapshot, np.array([info.slot]), nominated, scheduler.extenders
-        )
-    if not len(search.feasible):
-        return False
-    if scheduler.extenders:
-        passed = await find_nodes_that_pass_extenders(scheduler.extenders, pod, [info])
-        return not isinstance(passed, Status) and bool(passed[0])
-    return True
