@@ -387,11 +387,15 @@ class Scheduler:
         # A preemptor's nominated node, else the batch's hint, is tried first and taken if it fits.
         if pod.nominated_node_name or hint:
             name = pod.nominated_node_name or hint
-            chosen = await self._evaluate_nominated_node(fwk, state, pod, snapshot, name, nominated)
-            if chosen is not None:
+            fits = await self.nominated_node_fits(fwk, state, pod, snapshot, name, nominated)
+            if isinstance(fits, Status):
+                log.error(
+                    "evaluation failed on nominated node %s for pod %s: %s", name, pod.key, fits.message()
+                )
+            elif fits:  # taken without scoring; otherwise the whole cluster is searched as usual
                 if batch is not None:
-                    batch.store(signature, hint, chosen.node_name, cycle)
-                return chosen
+                    batch.store(signature, hint, name, cycle)
+                return ScheduleResult(name, 1, 1)
 
         order = snapshot.order
         start_index = self._next_start_index % num_nodes
@@ -474,23 +478,6 @@ class Scheduler:
             return True
         passed = await find_nodes_that_pass_extenders(self.extenders, pod, [info])
         return passed if isinstance(passed, Status) else bool(passed[0])
-
-    async def _evaluate_nominated_node(
-        self,
-        fwk: Framework,
-        state: CycleState,
-        pod: Pod,
-        snapshot: NodeLister,
-        name: str,
-        nominated: Mapping[str, list[Pod]],
-    ) -> ScheduleResult | None:
-        """A preemptor takes the node it freed (a batched pod the node it was hinted) if it fits
-        there, without scoring; otherwise the whole cluster is searched as usual."""
-        fits = await self.nominated_node_fits(fwk, state, pod, snapshot, name, nominated)
-        if isinstance(fits, Status):
-            log.error("evaluation failed on nominated node %s for pod %s: %s", name, pod.key, fits.message())
-            return None
-        return ScheduleResult(name, 1, 1) if fits else None
 
     @staticmethod
     def single_node_fit_error(node_name: str, status: Status) -> FitError:
