@@ -71,6 +71,23 @@ def device_class(name: str, *expressions: str, config: list[dict] | None = None)
     }
 
 
+BROKEN_TAINT = {"key": "example.com/broken", "effect": "NoSchedule"}
+
+
+def device_taint_rule(name: str = "r", taint: dict | None = None, selector: dict | None = None) -> dict:
+    """A resource.k8s.io/v1beta2 DeviceTaintRule putting ``taint`` (``BROKEN_TAINT`` if none) on the
+    devices ``selector`` names (every device if none)."""
+    spec: dict[str, Any] = {"taint": dict(taint or BROKEN_TAINT)}
+    if selector is not None:
+        spec["deviceSelector"] = selector
+    return {
+        "apiVersion": "resource.k8s.io/v1beta2",
+        "kind": "DeviceTaintRule",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
 def request(
     name: str = "gpu",
     device_class_name: str = "gpu",
