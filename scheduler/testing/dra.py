@@ -71,6 +71,22 @@ def device_class(name: str, *expressions: str, config: list[dict] | None = None)
     }
 
 
+def partitioned_gpus(count: int = 2) -> dict:
+    """A sim-cluster node template's ``devices``: ``count`` 40Gi A100s, each offered whole or as two
+    20Gi halves that share its memory counter."""
+    return {
+        "driver": DRIVER,
+        "count": count,
+        "attributes": {"model": "A100"},
+        "counters": {"memory": "40Gi"},
+        "partitions": [
+            {"name": "full", "consumes": {"memory": "40Gi"}, "attributes": {"profile": "whole"}},
+            {"name": "half-a", "consumes": {"memory": "20Gi"}, "attributes": {"profile": "half"}},
+            {"name": "half-b", "consumes": {"memory": "20Gi"}, "attributes": {"profile": "half"}},
+        ],
+    }
+
+
 BROKEN_TAINT = {"key": "example.com/broken", "effect": "NoSchedule"}
 
 
