@@ -22,6 +22,7 @@ from scheduler.framework import CycleState
 from scheduler.plugins.registry import in_tree_registry
 from scheduler.schedule_one import ScheduleResult, run_now
 from scheduler.testing import FakeClient, FakeClock, make_node, make_pod
+from scheduler.testing.configs import no_default_spread_config
 
 PREFER_NOT = "PreferNoSchedule"
 
@@ -127,19 +128,7 @@ async def test_cycle_scores_are_those_a_real_cycle_logs_from_its_start_index() -
     )
 
 
-BATCHING_CONFIG = {
-    "apiVersion": "kubescheduler.config.k8s.io/v1",
-    "kind": "KubeSchedulerConfiguration",
-    "profiles": [
-        {
-            "schedulerName": "pyscheduler",
-            # system default spreading makes every pod unsignable: a profile that batches has none
-            "pluginConfig": [
-                {"name": "PodTopologySpread", "args": {"defaultingType": "List", "defaultConstraints": []}}
-            ],
-        }
-    ],
-}
+BATCHING_CONFIG = no_default_spread_config()
 
 
 def web(i: int) -> Any:
