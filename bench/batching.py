@@ -16,19 +16,9 @@ import asyncio
 from bench.common import Harness, make_node, make_pod
 from scheduler.config import parse_config
 from scheduler.features import OPPORTUNISTIC_BATCHING, FeatureGates
+from scheduler.testing.configs import no_default_spread_config
 
-CONFIG = {
-    "apiVersion": "kubescheduler.config.k8s.io/v1",
-    "kind": "KubeSchedulerConfiguration",
-    "profiles": [
-        {
-            "schedulerName": "pyscheduler",
-            "pluginConfig": [
-                {"name": "PodTopologySpread", "args": {"defaultingType": "List", "defaultConstraints": []}}
-            ],
-        }
-    ],
-}
+CONFIG = no_default_spread_config()
 
 
 def host_port_pods(count: int) -> list:

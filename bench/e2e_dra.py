@@ -27,28 +27,23 @@ nodeGroups:
     devices:
       driver: {driver}
       count: {devices}
-      attributes: {{model: A100, memory: 80}}
+{device_shape}"""
+WHOLE_DEVICES = """\
+      attributes: {model: A100, memory: 80}
 """
-PARTITIONED_NODE_TEMPLATE = """\
-nodeGroups:
-  - namePrefix: node-
-    count: {count}
-    capacity: {{cpu: "8", memory: 32Gi, pods: "110"}}
-    devices:
-      driver: {driver}
-      count: {devices}
-      attributes: {{model: A100}}
-      counters: {{memory: 40Gi}}
+PARTITIONED_DEVICES = """\
+      attributes: {model: A100}
+      counters: {memory: 40Gi}
       partitions:
-        - {{name: full, consumes: {{memory: 40Gi}}, attributes: {{profile: whole}}}}
-        - {{name: half-a, consumes: {{memory: 20Gi}}, attributes: {{profile: half}}}}
-        - {{name: half-b, consumes: {{memory: 20Gi}}, attributes: {{profile: half}}}}
+        - {name: full, consumes: {memory: 40Gi}, attributes: {profile: whole}}
+        - {name: half-a, consumes: {memory: 20Gi}, attributes: {profile: half}}
+        - {name: half-b, consumes: {memory: 20Gi}, attributes: {profile: half}}
 """
 
 
 def node_template(nodes: int, partitioned: bool) -> str:
-    template = PARTITIONED_NODE_TEMPLATE if partitioned else NODE_TEMPLATE
-    return template.format(count=nodes, driver=DRIVER, devices=DEVICES)
+    shape = PARTITIONED_DEVICES if partitioned else WHOLE_DEVICES
+    return NODE_TEMPLATE.format(count=nodes, driver=DRIVER, devices=DEVICES, device_shape=shape)
 
 
 def capacity(nodes: int, partitioned: bool) -> int:

@@ -36,21 +36,11 @@ from scheduler.features import FeatureGates
 from scheduler.framework import ApiResponse
 from scheduler.plugins.gangscheduling import PODGROUPS
 from scheduler.serving.options import ServingOptions
+from scheduler.testing.configs import no_default_spread_config
 from simcluster import SimCluster
 
 GATES = FeatureGates.parse("GenericWorkload=true,GangScheduling=true")
-NO_DEFAULT_SPREAD = {
-    "apiVersion": "kubescheduler.config.k8s.io/v1",
-    "kind": "KubeSchedulerConfiguration",
-    "profiles": [
-        {
-            "schedulerName": "pyscheduler",
-            "pluginConfig": [
-                {"name": "PodTopologySpread", "args": {"defaultingType": "List", "defaultConstraints": []}}
-            ],
-        }
-    ],
-}
+NO_DEFAULT_SPREAD = no_default_spread_config()
 
 
 class PodGroupLister:

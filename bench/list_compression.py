@@ -20,11 +20,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import dataclasses
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -32,6 +29,7 @@ from pathlib import Path
 import aiohttp
 
 from bench.e2e import NODE_TEMPLATE, create_pods
+from bench.sim_process import sim_cluster_process
 from scheduler.client import KubeClient, load_client_config
 from scheduler.client.informer import PAGE_SIZE
 from scheduler.client.kubeconfig.clientconfig import ClientConfig
@@ -87,33 +85,22 @@ async def wire_bytes(url: str, gzip: bool) -> int:
 
 
 async def main(args: argparse.Namespace) -> None:
-    with tempfile.TemporaryDirectory() as folder:
-        work = Path(folder)
-        (work / "nodes.yaml").write_text(NODE_TEMPLATE.format(count=args.nodes))
-        kubeconfig = work / "kubeconfig"
-        command = [sys.executable, "-m", "scheduler", "sim-cluster", "--no-kubelet"]
-        command += ["--node-template", str(work / "nodes.yaml"), "--kubeconfig-out", str(kubeconfig)]
-        sim = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
-        try:
-            assert sim.stdout is not None
-            url = sim.stdout.readline().split()[3]  # "sim-cluster listening on URL with N nodes"
-            sim.stdout.readline()  # the kubeconfig line
-            async with aiohttp.ClientSession() as session:
-                namespace = {"metadata": {"name": "bench"}}
-                async with session.post(f"{url}/api/v1/namespaces", json=namespace) as created:
-                    await created.read()
-                await create_pods(session, url, 0, args.pods)
-            gzipped = await load_client_config(str(kubeconfig))
-            plain = dataclasses.replace(gzipped, disable_compression=True)
-            figures: dict[str, list[Listing]] = {"gzip": [], "identity": []}
-            for _ in range(args.runs):
-                figures["gzip"].append(await list_all(gzipped))
-                figures["identity"].append(await list_all(plain))
-            sizes = {"gzip": await wire_bytes(url, True), "identity": await wire_bytes(url, False)}
-        finally:
-            sim.terminate()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                sim.wait(10)
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        sim_cluster_process(Path(folder), NODE_TEMPLATE.format(count=args.nodes)) as (url, kubeconfig),
+    ):
+        async with aiohttp.ClientSession() as session:
+            namespace = {"metadata": {"name": "bench"}}
+            async with session.post(f"{url}/api/v1/namespaces", json=namespace) as created:
+                await created.read()
+            await create_pods(session, url, 0, args.pods)
+        gzipped = await load_client_config(str(kubeconfig))
+        plain = dataclasses.replace(gzipped, disable_compression=True)
+        figures: dict[str, list[Listing]] = {"gzip": [], "identity": []}
+        for _ in range(args.runs):
+            figures["gzip"].append(await list_all(gzipped))
+            figures["identity"].append(await list_all(plain))
+        sizes = {"gzip": await wire_bytes(url, True), "identity": await wire_bytes(url, False)}
     print(f"initial LIST of {args.nodes} nodes and {args.pods} pods, pages of {PAGE_SIZE}, {args.runs} runs:")
     for name, listings in figures.items():
         wall = [listing.seconds for listing in listings]

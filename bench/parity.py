@@ -24,7 +24,7 @@ import logging
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,10 +32,10 @@ from typing import Any
 import orjson
 import yaml
 
-from scheduler import logs
 from scheduler.app import SchedulerApp
 from scheduler.config import parse_config
 from scheduler.serving.options import ServingOptions
+from scheduler.testing.score_log import score_records_to
 from simcluster import SimCluster
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "parity" / "corpus.json"
@@ -109,23 +109,9 @@ class ScoreLog(logging.Handler):
             self._finished.add(pod)
 
 
-@contextlib.contextmanager
-def scores_logged() -> Iterator[ScoreLog]:
+def scores_logged() -> contextlib.AbstractContextManager[ScoreLog]:
     """Turn on the framework's score records (verbosity 10) for the duration."""
-    handler = ScoreLog()
-    score_log = logging.getLogger("scheduler.scores")
-    saved = score_log.level, score_log.propagate, logs.verbosity()
-    score_log.addHandler(handler)
-    score_log.setLevel(logging.DEBUG)
-    score_log.propagate = False
-    logs.set_verbosity(10)
-    try:
-        yield handler
-    finally:
-        score_log.removeHandler(handler)
-        score_log.setLevel(saved[0])
-        score_log.propagate = saved[1]
-        logs.set_verbosity(saved[2])
+    return score_records_to(ScoreLog())
 
 
 def load_corpus(path: Path = CORPUS) -> dict[str, Any]:

@@ -41,6 +41,7 @@ import aiohttp
 import orjson
 
 from bench.e2e import NODE_TEMPLATE, BoundCounter, PodSource, cpu_seconds, create_pods, peak_rss_mb, pod
+from bench.sim_process import sim_cluster_process
 
 CONFIG = """\
 apiVersion: kubescheduler.config.k8s.io/v1
@@ -237,40 +238,29 @@ async def standby_run(
 
 
 async def main_async(nodes: int, pods: int, runs: int, pending: int) -> tuple[list[Run], list[float]]:
-    with tempfile.TemporaryDirectory() as folder:
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        sim_cluster_process(Path(folder), NODE_TEMPLATE.format(count=nodes)) as (url, kubeconfig),
+    ):
         work = Path(folder)
-        (work / "nodes.yaml").write_text(NODE_TEMPLATE.format(count=nodes))
-        kubeconfig = work / "kubeconfig"
-        command = [sys.executable, "-m", "scheduler", "sim-cluster", "--no-kubelet"]
-        command += ["--node-template", str(work / "nodes.yaml"), "--kubeconfig-out", str(kubeconfig)]
-        sim = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
-        try:
-            assert sim.stdout is not None
-            url = sim.stdout.readline().split()[3]  # "sim-cluster listening on URL with N nodes"
-            sim.stdout.readline()  # the kubeconfig line
-            connector = aiohttp.TCPConnector(limit=64)
-            async with aiohttp.ClientSession(connector=connector) as session:
-                await create_namespace(session, url, "existing")
-                began = time.monotonic()
-                await create_pods(session, url, 0, pods, existing_pods(nodes))
+        connector = aiohttp.TCPConnector(limit=64)
+        async with aiohttp.ClientSession(connector=connector) as session:
+            await create_namespace(session, url, "existing")
+            began = time.monotonic()
+            await create_pods(session, url, 0, pods, existing_pods(nodes))
+            print(f"{nodes} nodes, {pods} bound pods created in {time.monotonic() - began:.0f}s", flush=True)
+            results = []
+            for run in range(runs):
+                results.append(await one_run(session, url, work, kubeconfig, run, pending))
+                print(f"run {run + 1}: {results[-1].describe()}", flush=True)
+            takeovers = []
+            for run in range(runs):
+                takeovers.append(await standby_run(session, url, work, kubeconfig, run, pending))
                 print(
-                    f"{nodes} nodes, {pods} bound pods created in {time.monotonic() - began:.0f}s", flush=True
+                    f"standby {run + 1}: first bind {takeovers[-1]:.3f}s after taking the Lease",
+                    flush=True,
                 )
-                results = []
-                for run in range(runs):
-                    results.append(await one_run(session, url, work, kubeconfig, run, pending))
-                    print(f"run {run + 1}: {results[-1].describe()}", flush=True)
-                takeovers = []
-                for run in range(runs):
-                    takeovers.append(await standby_run(session, url, work, kubeconfig, run, pending))
-                    print(
-                        f"standby {run + 1}: first bind {takeovers[-1]:.3f}s after taking the Lease",
-                        flush=True,
-                    )
-                return results, takeovers
-        finally:
-            sim.send_signal(signal.SIGTERM)
-            sim.wait(30)
+            return results, takeovers
 
 
 def spread(values: Sequence[float], unit: str = "s", digits: int = 2) -> str:

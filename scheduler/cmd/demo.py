@@ -28,6 +28,7 @@ from scheduler.app import SchedulerApp
 from scheduler.config import default_config
 from scheduler.serving.options import ServingOptions
 from scheduler.testing import deployment_dict
+from scheduler.testing.dra import partitioned_gpus
 from simcluster import SimCluster
 
 SCHEDULER_NAME = "pyscheduler"
@@ -66,17 +67,7 @@ NODE_TEMPLATE: dict[str, Any] = {
             "count": 1,
             "capacity": {"cpu": "16", "memory": "64Gi", "pods": "110"},
             "zones": ["zone-a"],
-            "devices": {
-                "driver": "gpu.example.com",
-                "count": 2,
-                "attributes": {"model": "A100"},
-                "counters": {"memory": "40Gi"},
-                "partitions": [
-                    {"name": "full", "consumes": {"memory": "40Gi"}, "attributes": {"profile": "whole"}},
-                    {"name": "half-a", "consumes": {"memory": "20Gi"}, "attributes": {"profile": "half"}},
-                    {"name": "half-b", "consumes": {"memory": "20Gi"}, "attributes": {"profile": "half"}},
-                ],
-            },
+            "devices": partitioned_gpus(2),
         },
     ]
 }

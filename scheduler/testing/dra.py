@@ -71,6 +71,39 @@ def device_class(name: str, *expressions: str, config: list[dict] | None = None)
     }
 
 
+def partitioned_gpus(count: int = 2) -> dict:
+    """A sim-cluster node template's ``devices``: ``count`` 40Gi A100s, each offered whole or as two
+    20Gi halves that share its memory counter."""
+    return {
+        "driver": DRIVER,
+        "count": count,
+        "attributes": {"model": "A100"},
+        "counters": {"memory": "40Gi"},
+        "partitions": [
+            {"name": "full", "consumes": {"memory": "40Gi"}, "attributes": {"profile": "whole"}},
+            {"name": "half-a", "consumes": {"memory": "20Gi"}, "attributes": {"profile": "half"}},
+            {"name": "half-b", "consumes": {"memory": "20Gi"}, "attributes": {"profile": "half"}},
+        ],
+    }
+
+
+BROKEN_TAINT = {"key": "example.com/broken", "effect": "NoSchedule"}
+
+
+def device_taint_rule(name: str = "r", taint: dict | None = None, selector: dict | None = None) -> dict:
+    """A resource.k8s.io/v1beta2 DeviceTaintRule putting ``taint`` (``BROKEN_TAINT`` if none) on the
+    devices ``selector`` names (every device if none)."""
+    spec: dict[str, Any] = {"taint": dict(taint or BROKEN_TAINT)}
+    if selector is not None:
+        spec["deviceSelector"] = selector
+    return {
+        "apiVersion": "resource.k8s.io/v1beta2",
+        "kind": "DeviceTaintRule",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
 def request(
     name: str = "gpu",
     device_class_name: str = "gpu",

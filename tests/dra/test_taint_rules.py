@@ -17,6 +17,7 @@ from scheduler.testing.dra import (
     counter_slice,
     device,
     device_class,
+    device_taint_rule,
     partition,
     request,
     resource_slice,
@@ -29,15 +30,9 @@ BROKEN = {"key": "example.com/broken", "value": "yes", "effect": "NoSchedule"}
 
 
 def rule(name: str = "r", taint: dict | None = None, **selector: str) -> dict[str, Any]:
-    spec: dict[str, Any] = {"taint": {**(taint or BROKEN), "timeAdded": "2026-01-01T00:00:00Z"}}
-    if selector:
-        spec["deviceSelector"] = selector
-    return {
-        "apiVersion": "resource.k8s.io/v1beta2",
-        "kind": "DeviceTaintRule",
-        "metadata": {"name": name},
-        "spec": spec,
-    }
+    return device_taint_rule(
+        name, {**(taint or BROKEN), "timeAdded": "2026-01-01T00:00:00Z"}, selector or None
+    )
 
 
 def taints(slices: list[dict], rules: list[dict]) -> dict[str, list[str]]:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from scheduler.features import FeatureGates
+from scheduler.testing.dra import device_taint_rule
 from simcluster import SimCluster
 from tests.support.cluster import eventually, node_of
 from tests.support.dra import (
@@ -21,15 +22,7 @@ from tests.support.dra import (
     template,
 )
 
-BROKEN = {
-    "apiVersion": "resource.k8s.io/v1beta2",
-    "kind": "DeviceTaintRule",
-    "metadata": {"name": "broken-gpu"},
-    "spec": {
-        "deviceSelector": {"driver": DRIVER, "device": "gpu-0"},
-        "taint": {"key": "example.com/broken", "effect": "NoSchedule"},
-    },
-}
+BROKEN = device_taint_rule("broken-gpu", selector={"driver": DRIVER, "device": "gpu-0"})
 RULES_ON = FeatureGates.parse("DRADeviceTaintRules=true")
 
 

@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
 
-from scheduler import logs
 from scheduler.build import DiscardEvents, DiscardStatus, SchedulerParts, build_scheduler
 from scheduler.config import default_config, parse_config
 from scheduler.explain import explain_pod, render
@@ -22,6 +20,8 @@ from scheduler.framework import CycleState
 from scheduler.plugins.registry import in_tree_registry
 from scheduler.schedule_one import ScheduleResult, run_now
 from scheduler.testing import FakeClient, FakeClock, make_node, make_pod
+from scheduler.testing.configs import no_default_spread_config
+from scheduler.testing.score_log import score_records_to
 
 PREFER_NOT = "PreferNoSchedule"
 
@@ -39,21 +39,8 @@ class ScoreRecords(logging.Handler):
             self.scores.setdefault(values["node"], {})[values["plugin"] or "final"] = values["score"]
 
 
-@contextmanager
-def score_records() -> Iterator[ScoreRecords]:
-    handler, logger = ScoreRecords(), logging.getLogger("scheduler.scores")
-    saved = logger.level, logger.propagate, logs.verbosity()
-    logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG)
-    logger.propagate = False
-    logs.set_verbosity(10)
-    try:
-        yield handler
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(saved[0])
-        logger.propagate = saved[1]
-        logs.set_verbosity(saved[2])
+def score_records() -> AbstractContextManager[ScoreRecords]:
+    return score_records_to(ScoreRecords())
 
 
 def build(config: Any, clock: FakeClock | None = None) -> SchedulerParts:
@@ -127,19 +114,7 @@ async def test_cycle_scores_are_those_a_real_cycle_logs_from_its_start_index() -
     )
 
 
-BATCHING_CONFIG = {
-    "apiVersion": "kubescheduler.config.k8s.io/v1",
-    "kind": "KubeSchedulerConfiguration",
-    "profiles": [
-        {
-            "schedulerName": "pyscheduler",
-            # system default spreading makes every pod unsignable: a profile that batches has none
-            "pluginConfig": [
-                {"name": "PodTopologySpread", "args": {"defaultingType": "List", "defaultConstraints": []}}
-            ],
-        }
-    ],
-}
+BATCHING_CONFIG = no_default_spread_config()
 
 
 def web(i: int) -> Any:

@@ -18,21 +18,9 @@ from scheduler.runtime.batch import MAX_BATCH_AGE, OpportunisticBatch, RankedNod
 from scheduler.schedule_one import ScheduleResult, find_nodes_that_pass_filters, run_now
 from scheduler.testing import FakeClient, FakeClock, make_node, make_pod
 from scheduler.testing.builders import table_of
+from scheduler.testing.configs import no_default_spread_config
 
-# PodTopologySpread's system default constraints make every pod unsignable (as upstream): a
-# profile that batches lists no default constraints.
-BATCHING_CONFIG = {
-    "apiVersion": "kubescheduler.config.k8s.io/v1",
-    "kind": "KubeSchedulerConfiguration",
-    "profiles": [
-        {
-            "schedulerName": "pyscheduler",
-            "pluginConfig": [
-                {"name": "PodTopologySpread", "args": {"defaultingType": "List", "defaultConstraints": []}}
-            ],
-        }
-    ],
-}
+BATCHING_CONFIG = no_default_spread_config()
 
 
 class _Snapshot:

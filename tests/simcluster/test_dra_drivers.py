@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from scheduler.testing.dra import partitioned_gpus
 from simcluster import SimCluster
 from simcluster.nodes import TemplateError, build_fleet
 
@@ -158,21 +159,8 @@ def test_a_bad_device_declaration_names_the_field(devices: Any, message: str) ->
         build_fleet(template=[{"namePrefix": "g-", "devices": devices}])
 
 
-PARTITIONED = {
-    "driver": "gpu.example.com",
-    "count": 2,
-    "attributes": {"model": "A100"},
-    "counters": {"memory": "40Gi"},
-    "partitions": [
-        {"name": "full", "consumes": {"memory": "40Gi"}, "attributes": {"profile": "whole"}},
-        {"name": "half-a", "consumes": {"memory": "20Gi"}, "attributes": {"profile": "half"}},
-        {"name": "half-b", "consumes": {"memory": "20Gi"}, "attributes": {"profile": "half"}},
-    ],
-}
-
-
 async def test_partitioned_gpus_publish_their_counter_sets_and_partitions() -> None:
-    template = [{"namePrefix": "gpu-", "count": 1, "devices": PARTITIONED}]
+    template = [{"namePrefix": "gpu-", "count": 1, "devices": partitioned_gpus(2)}]
     async with SimCluster(node_template=template, kubelet=False) as sim:
         published = slices_of(sim, "gpu-0000")
         assert len(published) == 2

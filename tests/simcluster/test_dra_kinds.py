@@ -14,6 +14,7 @@ import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.rest import ApiException
 
+from scheduler.testing.dra import BROKEN_TAINT, device_taint_rule
 from simcluster import SimCluster
 from tests.support.kubectl import Kubectl, uses_kubectl
 
@@ -467,15 +468,7 @@ RULE_BAD = 'DeviceTaintRule.resource.k8s.io "r" is invalid: '
 
 
 def taint_rule(name: str = "r", selector: dict | None = None, **taint: Any) -> dict[str, Any]:
-    spec: dict[str, Any] = {"taint": {"key": "example.com/broken", "effect": "NoSchedule", **taint}}
-    if selector is not None:
-        spec["deviceSelector"] = selector
-    return {
-        "apiVersion": "resource.k8s.io/v1beta2",
-        "kind": "DeviceTaintRule",
-        "metadata": {"name": name},
-        "spec": spec,
-    }
+    return device_taint_rule(name, {**BROKEN_TAINT, **taint}, selector)
 
 
 async def test_a_device_taint_rule_is_served_and_gets_the_servers_time(api_client: client.ApiClient) -> None:

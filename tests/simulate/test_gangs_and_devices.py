@@ -3,32 +3,17 @@ with its gates on), and a DRA pod's claim is allocated, the report naming the de
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from scheduler.cli import main
 from scheduler.testing.builders import node_dict, pod_dict
 from scheduler.testing.dra import DRIVER, device, device_class, request, resource_slice
+from tests.support.simulate import simulate_json, snapshot_file
 
 GANG_GATES = "GenericWorkload=true,GangScheduling=true"
-
-
-def snapshot_file(tmp_path: Path, objects: dict[str, list[Any]]) -> Path:
-    path = tmp_path / "cluster.json"
-    path.write_text(json.dumps({"kind": "ClusterSnapshot", "formatVersion": 1, "objects": objects}))
-    return path
-
-
-def simulate(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
-    code = main(["simulate", *args, "-o", "json"])
-    captured = capsys.readouterr()
-    assert code == 0, captured.err
-    report: dict[str, Any] = json.loads(captured.out)
-    return report
 
 
 def gang(size: int, cpu: str) -> list[dict[str, Any]]:
@@ -53,14 +38,14 @@ def test_a_gang_that_fits_only_with_another_node(tmp_path: Path, capsys: pytest.
     (tmp_path / "gang.yaml").write_text(yaml.safe_dump_all(gang(3, "3")))
     args = ["--snapshot", snapshot, "--add", str(tmp_path / "gang.yaml"), "--feature-gates", GANG_GATES]
 
-    report = simulate(capsys, *args)
+    report = simulate_json(capsys, *args)
     assert report["placements"] == []  # two members would fit: none is bound
     assert len(report["pending"]) == 3 and report["applied"][0].startswith("PodGroup default/train")
 
-    report = simulate(capsys, *args, "--add-nodes", "1", "--like", "n-0")
+    report = simulate_json(capsys, *args, "--add-nodes", "1", "--like", "n-0")
     assert sorted(p["node"] for p in report["placements"]) == ["n-0", "n-0-new-1", "n-1"]
 
-    report = simulate(capsys, *args, "--fit", "--like", "n-0")
+    report = simulate_json(capsys, *args, "--fit", "--like", "n-0")
     assert report["fit"]["nodes"] == 1 and report["fit"]["tried"]["1"] == 0
     assert len(report["placements"]) == 3 and report["pending"] == []
 
@@ -86,7 +71,7 @@ def test_a_dra_pod_gets_a_device_and_the_report_names_it(
         del pod["metadata"]["uid"], pod["status"]
         pods.append(pod)
     (tmp_path / "infer.yaml").write_text(yaml.safe_dump_all([template, *pods]))
-    report = simulate(
+    report = simulate_json(
         capsys, "--snapshot", str(snapshot_file(tmp_path, objects)), "--add", str(tmp_path / "infer.yaml")
     )
     assert [p["node"] for p in report["placements"]] == ["n-1", "n-1"]
@@ -97,7 +82,7 @@ def test_a_dra_pod_gets_a_device_and_the_report_names_it(
 
     # a node like n-1 comes with n-1's devices, in a pool of its own: all three get one
     args = ["--snapshot", str(snapshot_file(tmp_path, objects)), "--add", str(tmp_path / "infer.yaml")]
-    report = simulate(capsys, *args, "--add-nodes", "1", "--like", "n-1")
+    report = simulate_json(capsys, *args, "--add-nodes", "1", "--like", "n-1")
     assert report["pending"] == [] and len(report["placements"]) == 3
     for placed in report["placements"]:
         (device_name,) = placed["devices"]
@@ -155,10 +140,10 @@ def test_a_coscheduling_gang_with_its_crd_in_the_stream(
         str(tmp_path / "gang.yaml"),
     ]
 
-    report = simulate(capsys, *args)
+    report = simulate_json(capsys, *args)
     assert report["placements"] == [] and len(report["pending"]) == 3
     assert any(
         a.startswith("CustomResourceDefinition podgroups.scheduling.x-k8s.io") for a in report["applied"]
     )
-    report = simulate(capsys, *args, "--add-nodes", "1", "--like", "n-0")
+    report = simulate_json(capsys, *args, "--add-nodes", "1", "--like", "n-0")
     assert len({p["node"] for p in report["placements"]}) == 3

@@ -22,16 +22,11 @@ from scheduler.simulate.snapshot import read_cluster
 from scheduler.testing.builders import node_dict
 from scheduler.watched import PLUGIN_RESOURCES
 from simcluster import SimCluster
+from tests.support.simulate import snapshot_file
 
 REPO = Path(__file__).resolve().parents[2]
 HELM = REPO / ".tools" / "bin" / "helm"
 ZONE = "topology.kubernetes.io/zone"
-
-
-def snapshot_file(tmp_path: Path, objects: dict[str, list[Any]]) -> Path:
-    path = tmp_path / "cluster.json"
-    path.write_text(json.dumps({"kind": "ClusterSnapshot", "formatVersion": 1, "objects": objects}))
-    return path
 
 
 def three_nodes() -> dict[str, list[Any]]:

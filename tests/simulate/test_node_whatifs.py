@@ -3,7 +3,6 @@ with placements, pending pods and utilization; --fit's count equals a brute-forc
 
 from __future__ import annotations
 
-import json
 import random
 from collections import Counter
 from pathlib import Path
@@ -14,22 +13,9 @@ import yaml
 
 from scheduler.cli import main
 from scheduler.testing.builders import node_dict, pod_dict
+from tests.support.simulate import simulate_json, snapshot_file
 
 ZONE = "topology.kubernetes.io/zone"
-
-
-def snapshot_file(tmp_path: Path, objects: dict[str, list[Any]], name: str = "cluster.json") -> Path:
-    path = tmp_path / name
-    path.write_text(json.dumps({"kind": "ClusterSnapshot", "formatVersion": 1, "objects": objects}))
-    return path
-
-
-def simulate(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
-    code = main(["simulate", *args, "-o", "json"])
-    captured = capsys.readouterr()
-    assert code == 0, captured.err
-    report: dict[str, Any] = json.loads(captured.out)
-    return report
 
 
 def running(pod: dict[str, Any], owner: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -78,7 +64,9 @@ def drained_cluster() -> dict[str, list[Any]]:
 def test_a_drain_evicts_what_the_pdb_allows_and_leaves_the_blocked_pod(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    report = simulate(capsys, "--snapshot", str(snapshot_file(tmp_path, drained_cluster())), "--drain", "n-0")
+    report = simulate_json(
+        capsys, "--snapshot", str(snapshot_file(tmp_path, drained_cluster())), "--drain", "n-0"
+    )
     evictions = {e["pod"]: e for e in report["evictions"]}
     # three healthy, two required: one eviction allowed, the next refused by the budget
     assert evictions["default/web-a"]["result"] == "replaced"
@@ -102,7 +90,7 @@ def test_drain_selector_drains_every_selected_node(
     objects = drained_cluster()
     objects["poddisruptionbudgets"] = []
     snapshot = snapshot_file(tmp_path, objects)
-    report = simulate(capsys, "--snapshot", str(snapshot), "--drain-selector", f"{ZONE} in (z0,z1)")
+    report = simulate_json(capsys, "--snapshot", str(snapshot), "--drain-selector", f"{ZONE} in (z0,z1)")
     assert report["drained"] == ["n-0", "n-1"]
     assert {p["pod"]: p["node"] for p in report["placements"]} == {f"default/web-{x}": "n-2" for x in "abc"}
 
@@ -111,7 +99,7 @@ def test_a_removed_node_takes_its_pods_and_their_controllers_replace_them(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     snapshot = snapshot_file(tmp_path, drained_cluster())
-    report = simulate(capsys, "--snapshot", str(snapshot), "--remove-node", "n-0")
+    report = simulate_json(capsys, "--snapshot", str(snapshot), "--remove-node", "n-0")
     assert report["nodesRemoved"] == ["n-0"]
     # no eviction API on a removal: the budget does not hold the pods back
     assert sorted(p["pod"] for p in report["placements"]) == ["default/web-a", "default/web-b"]
@@ -154,13 +142,13 @@ def test_added_nodes_copy_the_template_and_take_pending_pods(
         yaml.safe_dump(deployment(3, "3", tolerations=[{"operator": "Exists"}]))
     )
     args = ["--snapshot", str(snapshot_file(tmp_path, objects)), "--add", str(tmp_path / "add.yaml")]
-    report = simulate(capsys, *args, "--add-nodes", "2", "--node-template", str(tmp_path / "big.yaml"))
+    report = simulate_json(capsys, *args, "--add-nodes", "2", "--node-template", str(tmp_path / "big.yaml"))
     assert report["nodesAdded"] == ["big-new-1", "big-new-2"]
     nodes = Counter(p["node"] for p in report["placements"])  # 3-cpu pods on 8-cpu nodes: two and one
     assert set(nodes) == {"big-new-1", "big-new-2"} and sorted(nodes.values()) == [1, 2]
     usage = {u["node"]: u for u in report["utilization"]}
     assert usage["big-new-1"]["state"] == "added" and usage["big-new-1"]["zone"] == "z1"
-    report = simulate(capsys, *args, "--add-nodes", "1", "--like", "small")
+    report = simulate_json(capsys, *args, "--add-nodes", "1", "--like", "small")
     assert report["nodesAdded"] == ["small-new-1"] and len(report["pending"]) == 3
 
 
@@ -190,10 +178,10 @@ def test_fit_finds_the_count_a_brute_force_finds(tmp_path: Path, capsys: pytest.
         (tmp_path / "add.yaml").write_text(yaml.safe_dump(workload))
         (tmp_path / "t.yaml").write_text(yaml.safe_dump(template))
         args = ["--snapshot", str(snapshot), "--add", str(tmp_path / "add.yaml")]
-        fit = simulate(capsys, *args, "--fit", "--node-template", str(tmp_path / "t.yaml"))["fit"]
+        fit = simulate_json(capsys, *args, "--fit", "--node-template", str(tmp_path / "t.yaml"))["fit"]
         brute = None
         for count in range(workload["spec"]["replicas"] + 1):
-            report = simulate(
+            report = simulate_json(
                 capsys, *args, "--add-nodes", str(count), "--node-template", str(tmp_path / "t.yaml")
             )
             if not report["pending"]:
@@ -213,7 +201,7 @@ def test_fit_keeps_the_nodes_it_found_and_says_when_nothing_fits(
     }
     snapshot = str(snapshot_file(tmp_path, objects))
     (tmp_path / "add.yaml").write_text(yaml.safe_dump(deployment(5, "1")))
-    report = simulate(
+    report = simulate_json(
         capsys, "--snapshot", snapshot, "--add", str(tmp_path / "add.yaml"), "--fit", "--like", "n-0"
     )
     fit = report["fit"]
@@ -222,7 +210,7 @@ def test_fit_keeps_the_nodes_it_found_and_says_when_nothing_fits(
     assert sorted({p["node"] for p in report["placements"]}) == report["nodesAdded"]
 
     (tmp_path / "add.yaml").write_text(yaml.safe_dump(deployment(2, "3")))  # more than any such node
-    report = simulate(
+    report = simulate_json(
         capsys, "--snapshot", snapshot, "--add", str(tmp_path / "add.yaml"), "--fit", "--like", "n-0"
     )
     assert report["fit"]["nodes"] is None and report["fit"]["bound"] == 2

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import random
 import subprocess
 import sys
@@ -99,6 +100,22 @@ def pod(
     if node_name:
         body["spec"]["nodeName"] = node_name
     return body
+
+
+def snapshot_file(tmp_path: Path, objects: dict[str, list[Any]], name: str = "cluster.json") -> Path:
+    """A ClusterSnapshot file (format 1) holding ``objects``, by resource."""
+    path = tmp_path / name
+    path.write_text(json.dumps({"kind": "ClusterSnapshot", "formatVersion": 1, "objects": objects}))
+    return path
+
+
+def simulate_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
+    """``pyscheduler simulate ... -o json`` in this process; asserts it succeeds, returns the report."""
+    code = main(["simulate", *args, "-o", "json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    report: dict[str, Any] = json.loads(captured.out)
+    return report
 
 
 def pyscheduler(*args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
