@@ -25,7 +25,7 @@ from scheduler.client.rest import ApiError
 from scheduler.cmd.flags import add_plugin_arguments
 from scheduler.simulate import html, manifests, report
 from scheduler.simulate.engine import Outcome, Simulation, SimulationError
-from scheduler.simulate.nodes import TemplateError, new_node, new_node_names, node_template, slices_like
+from scheduler.simulate.nodes import NodeTemplate, TemplateError, like_node, new_node_names, template_of
 from scheduler.simulate.snapshot import SnapshotError, read_cluster, read_snapshot
 from scheduler.simulate.workloads import ManifestError, expand
 from scheduler.startup import SchedulerSetup, StartupError, scheduler_setup
@@ -75,7 +75,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--add-nodes", type=int, default=0, metavar="N", help="add N nodes like the template")
     template = parser.add_mutually_exclusive_group()
-    template.add_argument("--node-template", metavar="FILE", help="a Node manifest new nodes copy")
+    template.add_argument(
+        "--node-template",
+        metavar="FILE",
+        help="a Node manifest new nodes copy (and the ResourceSlices of its devices, if any)",
+    )
     template.add_argument("--like", metavar="NODE", help="new nodes copy this node of the cluster")
     parser.add_argument(
         "--fit",
@@ -119,20 +123,20 @@ def _capacity_pod(path: str, scheduler_name: str) -> dict[str, Any]:
     return expand(docs[0], f"--capacity {path}", scheduler_name).pods[0]
 
 
-def _template(args: argparse.Namespace, objects: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The node new ones copy: --node-template's file or --like's node; None without either."""
+def _template(args: argparse.Namespace, objects: Mapping[str, Any]) -> NodeTemplate | None:
+    """The node new ones copy, with its devices: --node-template's file (a Node and its
+    ResourceSlices) or --like's node (and its slices in the cluster); None without either."""
     if args.node_template:
+        where = f"--node-template {args.node_template}"
         try:
             docs = manifests.documents(Path(args.node_template).read_text(), args.node_template)
         except OSError as exc:
-            raise UsageError(f"--node-template {args.node_template}: {exc.strerror or exc}") from exc
-        if len(docs) != 1:
-            raise UsageError(f"--node-template {args.node_template}: exactly one Node expected")
-        return node_template(docs[0], f"--node-template {args.node_template}")
+            raise UsageError(f"{where}: {exc.strerror or exc}") from exc
+        return template_of(docs, where)
     if args.like:
         for node in objects.get("nodes") or ():
             if isinstance(node, dict) and (node.get("metadata") or {}).get("name") == args.like:
-                return node_template(node, f"--like {args.like}")
+                return like_node(node, objects.get("resourceslices") or (), f"--like {args.like}")
         raise UsageError(f"--like {args.like}: no such node in the cluster")
     return None
 
@@ -184,11 +188,9 @@ async def run(args: argparse.Namespace) -> Outcome:
                 raise UsageError(f"{flag} {name}: no such node in the cluster")
     new_nodes, new_slices = [], []
     if template is not None and args.add_nodes:
-        names = new_node_names(template["metadata"]["name"], args.add_nodes, known)
-        new_nodes = [new_node(template, name) for name in names]
-        if args.like:  # the node's devices too
-            slices = objects.get("resourceslices") or ()
-            new_slices = [s for name in names for s in slices_like(slices, args.like, name)]
+        names = new_node_names(template.name, args.add_nodes, known)
+        new_nodes = [template.node_named(name) for name in names]
+        new_slices = [s for name in names for s in template.slices_for(name)]
     async with Simulation(
         objects,
         config,

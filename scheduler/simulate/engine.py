@@ -28,7 +28,7 @@ import dataclasses
 import logging
 import random
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -38,6 +38,7 @@ from scheduler.api import Pod
 from scheduler.api.quantity import QuantityError
 from scheduler.api.resources import Resource, pod_resources
 from scheduler.config import SchedulerConfiguration
+from scheduler.dra.claims import allocation_of
 from scheduler.explain import explain_pod
 from scheduler.features import DEFAULT_FEATURES, FeatureGates
 from scheduler.framework import PluginFactory
@@ -48,7 +49,7 @@ from scheduler.simulate import nodes as node_whatifs
 from scheduler.simulate.daemonsets import daemon_pods
 from scheduler.simulate.fit import Fit, resource_guess, smallest
 from scheduler.simulate.manifests import Applied
-from scheduler.simulate.nodes import Fate
+from scheduler.simulate.nodes import Fate, NodeTemplate
 from scheduler.simulate.workloads import ManifestError, Workload, suffix
 from simcluster import SimCluster
 from simcluster.disruption import DisruptionController
@@ -194,6 +195,15 @@ class UsageMeter:
 
 def key_of(pod: Obj) -> str:
     return f"{pod['metadata'].get('namespace') or 'default'}/{pod['metadata']['name']}"
+
+
+def _store_key(obj: Obj) -> str:
+    meta = obj["metadata"]
+    return f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else str(meta["name"])
+
+
+def _version(obj: Obj) -> str:
+    return str(obj["metadata"].get("resourceVersion", ""))
 
 
 def unschedulable_condition(pod: Obj) -> Obj | None:
@@ -577,12 +587,13 @@ class Simulation:
 
     # ---- --fit ---------------------------------------------------------------------------
 
-    async def fit(self, template: Obj, limit: int | None = None) -> Fit:
+    async def fit(self, template: NodeTemplate, limit: int | None = None) -> Fit:
         """The fewest nodes like ``template`` that place every pending pod (see `fit`).
 
-        Each count is a real run: the nodes are created, then fresh copies of the pending pods
-        (which never preempt), and once all are decided the copies and the nodes are deleted
-        again; the count found is then run once more and kept, so the report shows it."""
+        Each count is a real run: the nodes (with the template's devices) are created, then
+        fresh copies of the pending pods (which never preempt), and once all are decided the
+        copies, the nodes and their slices are deleted again, and the copies' claims are
+        deallocated; the count found is then run once more and kept, so the report shows it."""
         waiting = [
             pod
             for pod in self._pods()
@@ -590,7 +601,7 @@ class Simulation:
             and pod["spec"].get("schedulerName") in self.profiles
             and (pod.get("status") or {}).get("phase") not in FINISHED
         ]
-        result = Fit(template["metadata"]["name"], len(waiting))
+        result = Fit(template.name, len(waiting))
         result.bound = min(len(waiting), limit) if limit else len(waiting)
         if not waiting:
             result.nodes = 0
@@ -604,23 +615,24 @@ class Simulation:
             body["spec"]["preemptionPolicy"] = "Never"
             copies.append((sources.get(key_of(pod), "pending in the snapshot"), "pods", body))
         taken = {e.obj["metadata"]["name"] for e in self.sim.store.entries("nodes")}
-        names = node_whatifs.new_node_names(template["metadata"]["name"], result.bound, taken, "fit")
+        names = node_whatifs.new_node_names(template.name, result.bound, taken, "fit")
 
         base = self._counts()
+        allocated = self._allocated_claims()
 
         async def trial(count: int) -> int:
             left = await self._try(template, names[:count], copies, base)
-            await self._undo(names[:count], copies, base)
+            await self._undo(template, names[:count], copies, base, allocated)
             return left
 
         await self._until_cache_agrees(base)
+        await self._until_claims_agree(allocated)
         result.nodes = await smallest(trial, result.bound, result.tried, self._guess(template, waiting))
         kept = names[: result.nodes or 0]
         moved = {key_of(body) for _, _, body in copies}
         self.outcome.pending = [p for p in self.outcome.pending if p.pod not in moved]
-        for name in kept:
-            await self._create("--fit", "nodes", node_whatifs.new_node(template, name))
-            self.outcome.nodes_added.append(name)
+        await self._add_nodes(template, kept)
+        self.outcome.nodes_added += kept
         await self._until_cache_agrees((base[0] + len(kept), base[1]))
         await self._place(copies)
         if result.nodes is None:
@@ -630,9 +642,9 @@ class Simulation:
         self._refresh()
         return result
 
-    def _guess(self, template: Obj, pods: Sequence[Obj]) -> int:
+    def _guess(self, template: NodeTemplate, pods: Sequence[Obj]) -> int:
         """Where --fit's search starts: how many template nodes the pods' requests fill."""
-        status = template.get("status") or {}
+        status = template.node.get("status") or {}
         try:
             offered = Resource.from_list(status.get("allocatable") or status.get("capacity"))
             wanted = [pod_resources(p["spec"], p.get("status")).requests for p in pods]
@@ -644,15 +656,15 @@ class Simulation:
 
     async def _try(
         self,
-        template: Obj,
+        template: NodeTemplate,
         names: Sequence[str],
         copies: Sequence[tuple[str, str, Obj]],
         base: tuple[int, int],
     ) -> int:
         """Add the nodes and the copies; how many copies are left pending."""
-        for name in names:
-            await self._create("--fit", "nodes", node_whatifs.new_node(template, name))
+        await self._add_nodes(template, names)
         await self._until_cache_agrees((base[0] + len(names), base[1]))
+        await self._until_listers_agree("resourceslices")
         tracker = _Tracker(final_on_nomination=True)
         self.sim.store.listeners.append(tracker.on_event)
         try:
@@ -668,14 +680,62 @@ class Simulation:
             if not (self.sim.store.get("pods", *key.split("/", 1)) or {}).get("spec", {}).get("nodeName")
         )
 
+    async def _add_nodes(self, template: NodeTemplate, names: Sequence[str]) -> None:
+        for name in names:
+            await self._create("--fit", "nodes", template.node_named(name))
+            for slice_ in template.slices_for(name):
+                await self._create("--fit", "resourceslices", slice_)
+
     async def _undo(
-        self, names: Sequence[str], copies: Sequence[tuple[str, str, Obj]], base: tuple[int, int]
+        self,
+        template: NodeTemplate,
+        names: Sequence[str],
+        copies: Sequence[tuple[str, str, Obj]],
+        base: tuple[int, int],
+        allocated: int,
     ) -> None:
         for _, _, body in copies:
             await self._delete(body)
         for name in names:
+            for slice_ in template.slices_for(name):
+                self.sim.api.delete(BY_STORE_NAME["resourceslices"], None, slice_["metadata"]["name"], {})
             self.sim.api.delete(BY_STORE_NAME["nodes"], None, name, {})
         await self._until_cache_agrees(base)
+        await self._until_claims_agree(allocated)
+
+    def _allocated_claims(self) -> int:
+        return sum(1 for e in self.sim.store.entries("resourceclaims") if allocation_of(e.obj) is not None)
+
+    async def _until_claims_agree(self, allocated: int) -> None:
+        """Until the claims the last run allocated are deallocated again (the claim controller
+        does it once their pods are gone) and the scheduler has seen it, so that no run
+        starts with devices the one before held."""
+        await self._poll(
+            lambda: self._allocated_claims() == allocated, "the copies' claims were not released"
+        )
+        await self._until_listers_agree("resourceslices", "resourceclaims")
+
+    async def _until_listers_agree(self, *resources: str) -> None:
+        """Until the scheduler's listers of ``resources`` hold what the cluster holds (each
+        object at its resourceVersion); kinds the scheduler does not watch are skipped."""
+        assert self._app is not None
+        fwk = next(iter(self._app.frameworks.values()))
+        listers = []
+        for resource in resources:
+            try:
+                listers.append((resource, fwk.handle.lister(resource)))
+            except KeyError:
+                continue
+
+        def agree() -> bool:
+            for resource, lister in listers:
+                cluster = {_store_key(e.obj): _version(e.obj) for e in self.sim.store.entries(resource)}
+                seen = {_store_key(o): _version(o) for o in lister.list()}
+                if cluster != seen:
+                    return False
+            return True
+
+        await self._poll(agree, "the scheduler's informers did not catch up")
 
     def _counts(self) -> tuple[int, int]:
         """The cluster's nodes and bound, unfinished pods."""
@@ -693,18 +753,23 @@ class Simulation:
         informers' streams are apart)."""
         assert self._app is not None and self._app.scheduler is not None
         cache = self._app.scheduler.cache
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.timeout
-        while True:
-            if (
+        await self._poll(
+            lambda: (
                 cache.node_count() == counts[0]
                 and cache.pod_count() == counts[1]
                 and cache.assumed_count() == 0
-            ):
-                return
+            ),
+            "the scheduler's cache did not catch up",
+        )
+
+    async def _poll(self, condition: Callable[[], bool], what: str) -> None:
+        """Until ``condition`` holds; raises if the scheduler stops or the timeout passes."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout
+        while not condition():
             self._check_running()
             if loop.time() > deadline:
-                raise SimulationError(f"the scheduler's cache did not catch up within {self.timeout:g}s")
+                raise SimulationError(f"{what} within {self.timeout:g}s")
             await asyncio.sleep(0.005)
 
     def _pods(self) -> list[Obj]:

@@ -1,9 +1,10 @@
 """The node what-ifs' pieces that need no running cluster: new nodes from a template, and what a
 node's pods do when it is drained or removed.
 
-`--node-template` is a Node manifest; `--like NODE` takes a node of the snapshot. Either way a
-new node keeps the labels (its hostname label renamed), taints and allocatable, and starts
-Ready with nothing on it; like NODE, `--add-nodes` also copies NODE's own ResourceSlices. Of a
+`--node-template` is a Node manifest, with the ResourceSlices of its devices if it has any;
+`--like NODE` takes a node of the snapshot and its own ResourceSlices. Either way a new node
+keeps the labels (its hostname label renamed), taints and allocatable, and starts Ready with
+nothing on it, and gets copies of the template's slices (`--add-nodes` and `--fit` alike). Of a
 drained node's pods, DaemonSet pods stay (their controller tolerates the cordon) and mirror pods
 stay (the kubelet owns them); the others are evicted, and those a controller owns come back as
 new pending pods, as their ReplicaSet, StatefulSet or Job would make them. A pod no controller
@@ -13,7 +14,8 @@ owns is gone.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
@@ -26,6 +28,59 @@ FINISHED = ("Succeeded", "Failed")
 
 class TemplateError(Exception):
     """A node template that cannot be used; the message names where it came from."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeTemplate:
+    """The node new ones copy, and the ResourceSlices of its own devices."""
+
+    node: Obj
+    slices: tuple[Obj, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return str(self.node["metadata"]["name"])
+
+    def node_named(self, name: str) -> Obj:
+        return new_node(self.node, name)
+
+    def slices_for(self, name: str) -> list[Obj]:
+        return slices_like(self.slices, self.name, name)
+
+
+def template_of(docs: Sequence[Any], where: str) -> NodeTemplate:
+    """A template file's documents: one Node, then any ResourceSlices of its devices (each with
+    ``spec.nodeName`` the Node's name, as a driver publishes them)."""
+    nodes = [d for d in docs if isinstance(d, dict) and d.get("kind", "Node") == "Node"]
+    if len(nodes) != 1:
+        raise TemplateError(f"{where}: exactly one Node expected (and its ResourceSlices)")
+    node = node_template(nodes[0], where)
+    name = node["metadata"]["name"]
+    slices = []
+    for doc in docs:
+        if doc is nodes[0]:
+            continue
+        if not isinstance(doc, dict) or doc.get("kind") != "ResourceSlice":
+            kind = doc.get("kind") if isinstance(doc, dict) else type(doc).__name__
+            raise TemplateError(f"{where}: {kind!s} is neither the Node nor one of its ResourceSlices")
+        spec = doc.get("spec")
+        slice_name = (doc.get("metadata") or {}).get("name", "")
+        if not isinstance(spec, dict) or spec.get("nodeName") != name:
+            raise TemplateError(f"{where}: ResourceSlice {slice_name}: spec.nodeName must be {name!r}")
+        slices.append(doc)
+    return NodeTemplate(node, tuple(slices))
+
+
+def like_node(node: Obj, slices: Iterable[Any], where: str) -> NodeTemplate:
+    """A node of the cluster as a template, with the slices published for it."""
+    template = node_template(node, where)
+    name = template["metadata"]["name"]
+    own = tuple(
+        s
+        for s in slices
+        if isinstance(s, dict) and isinstance(s.get("spec"), dict) and s["spec"].get("nodeName") == name
+    )
+    return NodeTemplate(template, own)
 
 
 def node_template(obj: Any, where: str) -> Obj:

@@ -31,7 +31,15 @@ from tests.support.simulate import (
         ),
         (
             ["--snapshot", "{dir}/ok.json", "--fit", "--node-template", "{dir}/svc.yaml"],
-            "--node-template {dir}/svc.yaml: one Node expected",
+            "--node-template {dir}/svc.yaml: exactly one Node expected",
+        ),
+        (
+            ["--snapshot", "{dir}/ok.json", "--fit", "--node-template", "{dir}/node-svc.yaml"],
+            "--node-template {dir}/node-svc.yaml: Service is neither the Node nor one of its ResourceSlices",
+        ),
+        (
+            ["--snapshot", "{dir}/ok.json", "--fit", "--node-template", "{dir}/node-slice.yaml"],
+            "--node-template {dir}/node-slice.yaml: ResourceSlice s: spec.nodeName must be 'big'",
         ),
         (["--snapshot", "{dir}/ok.json", "--drain", "nope"], "--drain nope: no such node in the cluster"),
         (["--snapshot", "{dir}/ok.json", "--drain-selector", "a b"], "--drain-selector 'a b'"),
@@ -65,6 +73,11 @@ def test_bad_flags_and_files_exit_2_naming_the_problem(
         json.dumps({"kind": "ClusterSnapshot", "formatVersion": 1, "objects": {}})
     )
     (tmp_path / "svc.yaml").write_text("kind: Service\nmetadata: {name: s}\nspec: {}\n")
+    node = "kind: Node\nmetadata: {name: big}\nstatus: {allocatable: {cpu: '8'}}\n---\n"
+    (tmp_path / "node-svc.yaml").write_text(node + "kind: Service\nmetadata: {name: s}\nspec: {}\n")
+    (tmp_path / "node-slice.yaml").write_text(
+        node + "kind: ResourceSlice\nmetadata: {name: s}\nspec: {nodeName: other}\n"
+    )
     (tmp_path / "elsewhere.yaml").write_text(
         yaml.safe_dump({**pod("p"), "metadata": {"name": "p", "namespace": "nowhere"}})
     )

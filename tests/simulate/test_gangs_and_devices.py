@@ -147,3 +147,60 @@ def test_a_coscheduling_gang_with_its_crd_in_the_stream(
     )
     report = simulate_json(capsys, *args, "--add-nodes", "1", "--like", "n-0")
     assert len({p["node"] for p in report["placements"]}) == 3
+
+
+def one_gpu_pods(count: int) -> list[dict[str, Any]]:
+    """A ResourceClaimTemplate for one GPU and ``count`` pods with a claim from it."""
+    template = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "one-gpu", "namespace": "default"},
+        "spec": {"spec": {"devices": {"requests": [request("gpu", "gpu")]}}},
+    }
+    pods = []
+    for index in range(count):
+        pod = pod_dict(f"infer-{index}", requests={"cpu": "100m"})
+        pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
+        del pod["metadata"]["uid"], pod["status"]
+        pods.append(pod)
+    return [template, *pods]
+
+
+@pytest.mark.parametrize("source", ["template", "own"])
+def test_fit_gives_new_nodes_the_templates_devices(
+    source: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Five one-GPU pods, template nodes of two GPUs: --fit's count is the least --add-nodes
+    count that leaves nothing pending, the devices coming with each new node whether the
+    template is a file (a Node and its ResourceSlice) or a node of the cluster (its slices)."""
+    gpu_node = node_dict("gpu-node", cpu="8")
+    gpu_slice = resource_slice("gpu-node-gpus", [device("gpu-0"), device("gpu-1")], node="gpu-node")
+    objects: dict[str, list[Any]] = {
+        "nodes": [node_dict("cpu-only", cpu="8")],
+        "deviceclasses": [device_class("gpu", f'device.driver == "{DRIVER}"')],
+    }
+    if source == "own":  # the template is a node of the cluster, its two GPUs in use already
+        objects["nodes"].append(gpu_node)
+        objects["resourceslices"] = [gpu_slice]
+        template_args = ["--like", "gpu-node"]
+    else:
+        (tmp_path / "gpu-node.yaml").write_text(yaml.safe_dump_all([gpu_node, gpu_slice]))
+        template_args = ["--node-template", str(tmp_path / "gpu-node.yaml")]
+    (tmp_path / "infer.yaml").write_text(yaml.safe_dump_all(one_gpu_pods(5)))
+    args = ["--snapshot", str(snapshot_file(tmp_path, objects)), "--add", str(tmp_path / "infer.yaml")]
+
+    pending = {
+        count: len(simulate_json(capsys, *args, "--add-nodes", str(count), *template_args)["pending"])
+        for count in range(1, 5)
+    }
+    held = 2 if source == "own" else 0
+    assert pending == {count: max(5 - held - 2 * count, 0) for count in range(1, 5)}
+
+    report = simulate_json(capsys, *args, "--fit", *template_args)
+    assert report["fit"]["nodes"] == min(c for c, left in pending.items() if left == 0)
+    assert report["pending"] == [] and len(report["placements"]) == 5
+    devices = [d for p in report["placements"] for d in p["devices"]]
+    assert len(set(devices)) == 5
+    for placed in report["placements"]:
+        (device_name,) = placed["devices"]
+        assert device_name.startswith(f"{DRIVER}/{placed['node']}/gpu-")
