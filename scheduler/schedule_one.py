@@ -733,6 +733,7 @@ def find_nodes_that_pass_filters(
     batch_plugins, per_node = fwk.filter_plugins_in_play(state)
     every_filter = [*batch_plugins, *per_node]
     held = {info.slot for name, pods in nominated.items() if pods and (info := snapshot.get(name))}
+    fwk.nominated_views.keep_only(nominated)
     is_held = np.isin(candidates, np.fromiter(held, dtype=np.int64, count=len(held))) if held else None
     positions = np.arange(len(candidates))
     found: list[np.ndarray] = []
@@ -823,7 +824,9 @@ def _filter_one_by_one(
     for position, slot in zip(positions, slots, strict=True):
         info = infos[slot]
         if held and slot in held:
-            status = fwk.run_filter_plugins_with(state, pod, info, every_filter, nominated[info.name])
+            status = fwk.run_filter_plugins_with(
+                state, pod, info, every_filter, nominated[info.name], fwk.nominated_views
+            )
         else:
             status = run_filters(state, pod, info, per_node)
         if status is None:

@@ -84,7 +84,7 @@ class NodeInfo:
                     del self.used_ports[(port.protocol, port.port)]
         if pod.affinity:
             self._account_affinity(pod, sign)
-        for claim in persistent_claim_names(pod):
+        for claim in persistent_claim_names(pod) if pod.volumes else ():
             if claim:
                 key = f"{pod.namespace}/{claim}"
                 count = self.pvc_ref_counts.get(key, 0) + sign

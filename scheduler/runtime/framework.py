@@ -59,6 +59,7 @@ from scheduler.framework.interface import (
     SignPlugin,
 )
 from scheduler.runtime.batch import OpportunisticBatch
+from scheduler.runtime.nominated import NominatedViews
 from scheduler.runtime.waiting import WaitingPod, WaitingPodMap
 
 if TYPE_CHECKING:
@@ -268,6 +269,8 @@ class Framework:
         self._batch_scores = {p.name for p, _ in self.score_plugins if isinstance(p, BatchScorePlugin)}
         self._normalizers = {p.name for p, _ in self.score_plugins if isinstance(p, ScoreNormalizer)}
         self._extensions = [p for p in self.pre_filter_plugins if isinstance(p, PreFilterExtensions)]
+        # nodes with the nominated pods added, kept for the next cycle's search
+        self.nominated_views = NominatedViews()
         self._pre_flights = {p.name for p in self.pre_bind_plugins if isinstance(p, PreBindPreFlightPlugin)}
         self._gang_plugins = [p for p in self.plugins.values() if isinstance(p, GangPlugin)]
         self._signers: list[SignPlugin] | None = None
@@ -480,25 +483,41 @@ class Framework:
         return self.run_filter_plugins_with(state, pod, info, active, nominated_pods_to_respect(pod, pods))
 
     def run_filter_plugins_with(
-        self, state: CycleState, pod: Pod, info: NodeInfo, plugins: Sequence[Any], nominated: Sequence[Pod]
+        self,
+        state: CycleState,
+        pod: Pod,
+        info: NodeInfo,
+        plugins: Sequence[Any],
+        nominated: Sequence[Pod],
+        views: NominatedViews | None = None,
     ) -> Status | None:
         """Filters with ``nominated`` added first; when they pass, again without them.
 
         The second pass matters for filters that a nominated pod could help (inter-pod affinity):
-        the pod must fit whether or not the nominated pods end up on the node.
+        the pod must fit whether or not the nominated pods end up on the node. ``views`` keeps
+        the node's copy with them for the next pod (the scheduling cycle's search passes it).
         """
         if not nominated:
             return self.run_filter_plugins(state, pod, info, plugins)
-        with_state, with_info = state.clone(), info.clone()
-        for other in nominated:
-            with_info.add_pod(other)
-            status = self.run_pre_filter_extension_add_pod(with_state, pod, other, with_info)
-            if status is not None:
-                return status
+        if self._extensions_in_play(state):
+            with_state, with_info = state.clone(), info.clone()
+            for other in nominated:
+                with_info.add_pod(other)
+                status = self.run_pre_filter_extension_add_pod(with_state, pod, other, with_info)
+                if status is not None:
+                    return status
+        else:  # no AddPod extension: the state is the same with or without them
+            with_state = state
+            with_info = views.of(info, nominated) if views is not None else _with_pods(info, nominated)
         status = self.run_filter_plugins(with_state, pod, with_info, plugins)
         if status is not None:
             return status
         return self.run_filter_plugins(state, pod, info, plugins)
+
+    def _extensions_in_play(self, state: CycleState) -> bool:
+        """Whether some PreFilter extension (AddPod/RemovePod) runs in this cycle: without one,
+        adding or removing pods on a copy of a node never changes the cycle state."""
+        return any(plugin.name not in state.skip_filter_plugins for plugin in self._extensions)
 
     def run_pre_filter_extension_add_pod(
         self, state: CycleState, pod: Pod, pod_to_add: Pod, info: NodeInfo
@@ -860,6 +879,13 @@ def _log_scores(
             total,
             extra={"pod": pod.key, "plugin": "", "node": node, "score": total},
         )
+
+
+def _with_pods(info: NodeInfo, pods: Sequence[Pod]) -> NodeInfo:
+    copied = info.clone()
+    for other in pods:
+        copied.add_pod(other)
+    return copied
 
 
 def nominated_pods_to_respect(pod: Pod, nominated: Sequence[Pod]) -> list[Pod]:
