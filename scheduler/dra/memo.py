@@ -19,6 +19,7 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 
 from scheduler.dra.model import Device, PoolKey
+from scheduler.dra.settled import Settled
 
 # per claim: (the request's place among the claim's requests and alternatives, the device)
 Picks = tuple[tuple[tuple[int, Device], ...], ...]
@@ -48,6 +49,7 @@ class SearchMemo:
         self._answers: dict[int, dict[str, Answer]] = {}
         self._kept = 0
         self._shapes: dict[Hashable, Hashable] = {}
+        self._settled: dict[int, Settled] = {}  # by the shape's identity: its batch answers
 
     def shape(self, shape: Hashable) -> Hashable:
         """The one object standing for an equal shape, so answers compare shapes by identity."""
@@ -56,6 +58,7 @@ class SearchMemo:
             if len(self._shapes) >= _MAX_SHAPES:
                 self._shapes.clear()
                 self._drop_answers()
+                self._settled.clear()
             found = self._shapes[shape] = shape
         return found
 
@@ -87,6 +90,13 @@ class SearchMemo:
             if version(pool) != seen:
                 return None
         return known
+
+    def settled(self, shape: Hashable) -> Settled:
+        """The batch answers of an interned shape (``scheduler.dra.settled``)."""
+        found = self._settled.get(id(shape))
+        if found is None:
+            found = self._settled[id(shape)] = Settled()
+        return found
 
     def keep(self, node_name: str, index: object, answer: Answer) -> None:
         if index is self._index:
