@@ -11,6 +11,9 @@ again, with the same device names.
 
 Searches on nodes offering shared devices (DRAConsumableCapacity) are not kept: each share gets
 a new ID, and what the shares consume is not part of a pool's version.
+
+The batch Filter does not even look answers up on the nodes nothing changed on since the last
+pod of the same shape (``scheduler.dra.settled``, whose records the memo keeps per shape).
 """
 
 from __future__ import annotations
