@@ -29,6 +29,7 @@ Picks = tuple[tuple[tuple[int, Device], ...], ...]
 
 _MAX_SHAPES = 1024  # distinct claim shapes interned before the table starts over
 _MAX_ANSWERS = 100_000  # answers kept (per node and shape) before the table starts over
+MAX_SETTLED = 32  # shapes whose batch answers are kept (each: a few entries per node)
 
 
 @dataclass(slots=True, frozen=True, eq=False)
@@ -98,6 +99,8 @@ class SearchMemo:
         """The batch answers of an interned shape (``scheduler.dra.settled``)."""
         found = self._settled.get(id(shape))
         if found is None:
+            if len(self._settled) >= MAX_SETTLED:
+                self._settled.clear()
             found = self._settled[id(shape)] = Settled()
         return found
 
