@@ -47,6 +47,8 @@ from scheduler.dra import capacity
 from scheduler.dra.cel import CelError, SelectorCache
 from scheduler.dra.memo import Answer, Picks, SearchMemo
 from scheduler.dra.model import Amount, CounterKey, Device, DeviceID, Pool, PoolKey, SliceIndex
+from scheduler.dra.settled import ChangeView, Settled
+from scheduler.framework import NodeTable
 
 ALLOCATION_RESULTS_MAX_SIZE = 32  # upstream's AllocationResultsMaxSize
 ALL = "All"
@@ -107,7 +109,7 @@ class _Choice:
     consumed: Mapping[str, Quantity] | None = None
 
 
-class AllocatedState(Protocol):
+class AllocatedState(ChangeView, Protocol):
     """The devices claims hold when the cycle starts (``scheduler.dra.claims.AllocatedDevices``)."""
 
     def __contains__(self, device: object) -> bool:
@@ -281,29 +283,59 @@ class Allocator:
 
     def allocate(self, node_name: str, labels: Mapping[str, str]) -> NodeAllocation | None:
         """AllocationTimeout when the search on this node takes longer than ``timeout``."""
+        return self._allocate(node_name, labels)[0]
+
+    def allocate_settled(
+        self, settled: Settled, slot: int, node_name: str, labels: Mapping[str, str]
+    ) -> NodeAllocation | None:
+        """``allocate`` on the node in ``slot``, its answer settled for the next batch when kept."""
+        found, answer = self._allocate(node_name, labels)
+        if answer is not None:
+            settled.settle(slot, node_name, answer)
+        return found
+
+    def settled(self, table: NodeTable) -> Settled | None:
+        """The batch answers of these claims' shape, brought up to date with what changed since
+        the last batch on ``table`` (None without a memo)."""
+        if self.memo is None:
+            return None
+        found = self.memo.settled(self._shape)
+        found.update(table, self.index, self.allocated)
+        return found
+
+    def from_answer(self, answer: Answer, node_name: str) -> NodeAllocation:
+        """A kept answer that fits, as the devices for these claims."""
+        picks = answer.picks
+        assert picks is not None
+        return NodeAllocation(self.claims, lambda: self._choices(picks), node_name)
+
+    def _allocate(
+        self, node_name: str, labels: Mapping[str, str]
+    ) -> tuple[NodeAllocation | None, Answer | None]:
+        """The devices on the node (None: they do not fit) and the memo's answer for it, when
+        there is one (none for shared devices, or without a memo)."""
         memo = self.memo
         if memo is not None:
             known = memo.recall(node_name, self.index, self._shape, labels, self.allocated.pool_version)
             if known is not None:
-                if known.picks is None:
-                    return None
-                picks = known.picks
-                return NodeAllocation(self.claims, lambda: self._choices(picks), node_name)
+                return (None if known.picks is None else self.from_answer(known, node_name)), known
         pools = self.index.pools_for(node_name, labels)
         keys = tuple([p.key for p in pools]) if memo is not None else ()
         versions = tuple([self.allocated.pool_version(key) for key in keys])
         search = _Search(self, pools, self.index.usable_devices(node_name, labels))
+        kept = memo is not None and not _offers_shares(pools)
         if not search.run():
             if any(p.invalid for p in search.pools):
                 raise NodeFailure("invalid resource pools were encountered")
-            if memo is not None and not _offers_shares(pools):
-                memo.keep(node_name, self.index, Answer(self._shape, labels, keys, versions, None))
-            return None
-        if memo is not None and not _offers_shares(pools):
-            picks = self._picks(search.results)
-            memo.keep(node_name, self.index, Answer(self._shape, labels, keys, versions, picks))
+            answer = Answer(self._shape, labels, keys, versions, None) if kept else None
+            if memo is not None and answer is not None:
+                memo.keep(node_name, self.index, answer)
+            return None, answer
         results = search.results
-        return NodeAllocation(self.claims, lambda: results, node_name)
+        answer = Answer(self._shape, labels, keys, versions, self._picks(results)) if kept else None
+        if memo is not None and answer is not None:
+            memo.keep(node_name, self.index, answer)
+        return NodeAllocation(self.claims, lambda: results, node_name), answer
 
     def _picks(self, results: list[list[_Choice]]) -> Picks:
         return tuple(

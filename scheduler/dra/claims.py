@@ -140,12 +140,24 @@ def devices_of(claim: Mapping[str, Any]) -> frozenset[DeviceID]:
 
 
 _SERIALS = itertools.count()
+_JOURNAL_KEPT = 4096  # pool changes the journal keeps; an older mark reads "unknown"
 
 
 class _Held:
-    """Counts of what a set of allocations holds, kept up to date as holdings come and go."""
+    """Counts of what a set of allocations holds, kept up to date as holdings come and go, and a
+    journal of the pools whose holdings changed (what ``AllocatedDevices.pools_changed_since``
+    answers from)."""
 
-    __slots__ = ("capacity", "capacity_shares", "exclusive", "revisions", "serial", "shares")
+    __slots__ = (
+        "capacity",
+        "capacity_shares",
+        "exclusive",
+        "journal",
+        "journal_start",
+        "revisions",
+        "serial",
+        "shares",
+    )
 
     def __init__(self) -> None:
         self.serial = next(_SERIALS)  # tells trackers apart in the versions of their pools
@@ -155,6 +167,8 @@ class _Held:
         self.capacity: dict[DeviceID, dict[str, Amount]] = {}
         self.capacity_shares: Counter[DeviceID] = Counter()
         self.revisions: Counter[PoolKey] = Counter()  # per pool: bumped whenever a holding changes
+        self.journal: list[PoolKey] = []  # the pools of the latest changes, oldest first
+        self.journal_start = 0  # the position of journal[0] among all changes
 
     def change(self, holding: Holding, sign: int) -> None:
         for device in holding.exclusive:
@@ -168,8 +182,25 @@ class _Held:
                     total[name] = total.get(name, 0) + sign * value
                 if not self.capacity_shares[device]:
                     del self.capacity[device]
+        journal = self.journal
         for device in holding.devices():
-            self.revisions[(device[0], device[1])] += 1
+            pool = (device[0], device[1])
+            self.revisions[pool] += 1
+            journal.append(pool)
+        if len(journal) > _JOURNAL_KEPT:
+            drop = len(journal) // 2
+            del journal[:drop]
+            self.journal_start += drop
+
+    def changed_since(self, position: int) -> list[PoolKey] | None:
+        """The pools changed after journal ``position``; None when the journal is shorter."""
+        if position < self.journal_start:
+            return None
+        return self.journal[position - self.journal_start :]
+
+    @property
+    def position(self) -> int:
+        return self.journal_start + len(self.journal)
 
 
 @dataclass(slots=True)
@@ -305,6 +336,16 @@ class ClaimTracker:
             del self._specials[owner]
 
 
+@dataclass(slots=True, frozen=True, eq=False)
+class PoolsMark:
+    """Where a view of the allocations stood (``AllocatedDevices.mark``), to ask later which
+    pools changed since."""
+
+    held: _Held
+    position: int
+    assumed: Mapping[PoolKey, frozenset[DeviceID]]
+
+
 class AllocatedDevices:
     """One cycle's view of what claims hold: the informer's claims (``held``) and the
     allocations pending or assumed on top (``assumed``). ``device in view``: some claim holds
@@ -365,6 +406,23 @@ class AllocatedDevices:
     def pool_version(self, pool: PoolKey) -> Hashable:
         """Changes whenever what the pool's devices are held by changes."""
         return (self._held.serial, self._held.revisions.get(pool, 0), self._assumed_pools.get(pool))
+
+    def mark(self) -> PoolsMark:
+        return PoolsMark(self._held, self._held.position, self._assumed_pools)
+
+    def pools_changed_since(self, mark: PoolsMark) -> set[PoolKey] | None:
+        """The pools whose ``pool_version`` may differ from when ``mark`` was taken (of this
+        tracker's views); None when that is not known: another tracker, or too long ago."""
+        if mark.held is not self._held:
+            return None
+        held = self._held.changed_since(mark.position)
+        if held is None:
+            return None
+        changed = set(held)
+        before, now = mark.assumed, self._assumed_pools
+        if before is not now:
+            changed.update(pool for pool in {*before, *now} if before.get(pool) != now.get(pool))
+        return changed
 
     def count_in(self, devices: frozenset[DeviceID]) -> int:
         """How many of ``devices`` are held in any way (as ``is_allocated``: what NodeResourcesFit

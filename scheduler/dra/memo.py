@@ -11,6 +11,9 @@ again, with the same device names.
 
 Searches on nodes offering shared devices (DRAConsumableCapacity) are not kept: each share gets
 a new ID, and what the shares consume is not part of a pool's version.
+
+The batch Filter does not even look answers up on the nodes nothing changed on since the last
+pod of the same shape (``scheduler.dra.settled``, whose records the memo keeps per shape).
 """
 
 from __future__ import annotations
@@ -19,12 +22,14 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 
 from scheduler.dra.model import Device, PoolKey
+from scheduler.dra.settled import Settled
 
 # per claim: (the request's place among the claim's requests and alternatives, the device)
 Picks = tuple[tuple[tuple[int, Device], ...], ...]
 
 _MAX_SHAPES = 1024  # distinct claim shapes interned before the table starts over
 _MAX_ANSWERS = 100_000  # answers kept (per node and shape) before the table starts over
+MAX_SETTLED = 32  # shapes whose batch answers are kept (each: a few entries per node)
 
 
 @dataclass(slots=True, frozen=True, eq=False)
@@ -48,6 +53,7 @@ class SearchMemo:
         self._answers: dict[int, dict[str, Answer]] = {}
         self._kept = 0
         self._shapes: dict[Hashable, Hashable] = {}
+        self._settled: dict[int, Settled] = {}  # by the shape's identity: its batch answers
 
     def shape(self, shape: Hashable) -> Hashable:
         """The one object standing for an equal shape, so answers compare shapes by identity."""
@@ -56,6 +62,7 @@ class SearchMemo:
             if len(self._shapes) >= _MAX_SHAPES:
                 self._shapes.clear()
                 self._drop_answers()
+                self._settled.clear()
             found = self._shapes[shape] = shape
         return found
 
@@ -87,6 +94,15 @@ class SearchMemo:
             if version(pool) != seen:
                 return None
         return known
+
+    def settled(self, shape: Hashable) -> Settled:
+        """The batch answers of an interned shape (``scheduler.dra.settled``)."""
+        found = self._settled.get(id(shape))
+        if found is None:
+            if len(self._settled) >= MAX_SETTLED:
+                self._settled.clear()
+            found = self._settled[id(shape)] = Settled()
+        return found
 
     def keep(self, node_name: str, index: object, answer: Answer) -> None:
         if index is self._index:

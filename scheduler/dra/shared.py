@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass, field
+from typing import Any
 
 from scheduler.dra.cel import SelectorCache
 from scheduler.dra.claims import ClaimTracker
 from scheduler.dra.extended import ClassMaps
 from scheduler.dra.memo import SearchMemo
 from scheduler.dra.model import SliceIndex, SliceParser
-from scheduler.framework import Handle, ObjectLister
+from scheduler.framework import Handle, ObjectLister, RevisionedLister
 
 CLAIMS = "resourceclaims"
 SLICES = "resourceslices"
@@ -34,16 +35,44 @@ class SharedDRA:
     class_maps: ClassMaps = field(default_factory=ClassMaps)
     selectors: SelectorCache = field(default_factory=SelectorCache)
     memo: SearchMemo = field(default_factory=SearchMemo)  # each node's last allocation search
+    # the listers the last index was made from, each with its revision then (None: it has none)
+    _read: tuple[tuple[ObjectLister, int | None], ...] = ()
+    _index: SliceIndex | None = None
+    _revisioned: dict[int, tuple[ObjectLister, RevisionedLister | None]] = field(default_factory=dict)
 
     def slice_index(self, handle: Handle) -> SliceIndex:
         """The ResourceSlices, with the taints of the DeviceTaintRules when they are watched
-        (DRADeviceTaintRules); KeyError when slices are not watched."""
-        slices = handle.lister(SLICES).list()
+        (DRADeviceTaintRules); KeyError when slices are not watched. The last index is kept
+        while both listers say nothing changed (their revisions stand)."""
+        slices = handle.lister(SLICES)
         try:
-            rules = handle.lister(TAINT_RULES).list()
+            rules: ObjectLister | None = handle.lister(TAINT_RULES)
         except KeyError:  # the gate is off: no rules
-            rules = []
-        return self.slices.index(slices, rules)
+            rules = None
+        read = tuple((lister, self._revision(lister)) for lister in (slices, rules) if lister is not None)
+        if self._index is not None and _unchanged(self._read, read):
+            return self._index
+        listed: list[Any] = rules.list() if rules is not None else []
+        self._index = self.slices.index(slices.list(), listed)
+        self._read = read
+        return self._index
+
+    def _revision(self, lister: ObjectLister) -> int | None:
+        """The lister's revision; None for a lister without (asked once per lister)."""
+        known = self._revisioned.get(id(lister))
+        if known is None or known[0] is not lister:
+            revisioned = lister if isinstance(lister, RevisionedLister) else None
+            known = self._revisioned[id(lister)] = (lister, revisioned)
+        return known[1].revision if known[1] is not None else None
+
+
+def _unchanged(
+    before: tuple[tuple[ObjectLister, int | None], ...], now: tuple[tuple[ObjectLister, int | None], ...]
+) -> bool:
+    """The same listers, each with a revision that stands."""
+    return len(before) == len(now) and all(
+        a is b and r is not None and r == s for (a, r), (b, s) in zip(before, now, strict=True)
+    )
 
 
 _BY_LISTER: weakref.WeakKeyDictionary[ObjectLister, SharedDRA] = weakref.WeakKeyDictionary()

@@ -65,6 +65,8 @@ from scheduler.dra.claims import (
     is_reserved_for_pod,
     reserved_for,
 )
+from scheduler.dra.memo import Answer
+from scheduler.dra.settled import NO_FIT, UNKNOWN, Settled
 from scheduler.dra.shared import SharedDRA, shared_dra
 from scheduler.framework import (
     ActionType,
@@ -123,6 +125,8 @@ class _State:
     node_bound: bool = False  # some claim is only usable on some nodes (the two lists above)
     allocator: Allocator | None = None
     by_node: dict[str, NodeAllocation] = field(default_factory=dict)
+    # the batch Filter's kept answers of the nodes that fit without a search (``found``)
+    settled: Mapping[str, Answer] = field(default_factory=dict)
     unavailable: set[int] = field(default_factory=set)
     allocations: dict[int, dict[str, Any]] = field(default_factory=dict)  # claim index -> Reserve's
     # extended resources backed by DRA: the special claim's index in ``claims``, the tracker key
@@ -140,6 +144,15 @@ class _State:
 
     def clone(self) -> _State:
         return self  # shared, as upstream's: Filter results stay valid in preemption's dry runs
+
+    def found(self, node_name: str) -> NodeAllocation | None:
+        """What Filter found on the node: by a search, or from a settled answer."""
+        found = self.by_node.get(node_name)
+        if found is None and self.allocator is not None:
+            answer = self.settled.get(node_name)
+            if answer is not None:
+                found = self.by_node[node_name] = self.allocator.from_answer(answer, node_name)
+        return found
 
     def to_allocate(self) -> list[int]:
         return [i for i, claim in enumerate(self.claims) if allocation_of(claim) is None]
@@ -465,11 +478,19 @@ class DynamicResources:
 
     @staticmethod
     def _allocate_on(
-        data: _State, allocator: Allocator, node_name: str, labels: Mapping[str, str]
+        data: _State,
+        allocator: Allocator,
+        node_name: str,
+        labels: Mapping[str, str],
+        settled: tuple[Settled, int] | None = None,
     ) -> Status | None:
-        """The allocator's search on one node, kept for Reserve when it found devices."""
+        """The allocator's search on one node, kept for Reserve when it found devices (and
+        settled for the next batch, given the batch answers and the node's slot)."""
         try:
-            allocations = allocator.allocate(node_name, labels)
+            if settled is None:
+                allocations = allocator.allocate(node_name, labels)
+            else:
+                allocations = allocator.allocate_settled(settled[0], settled[1], node_name, labels)
         except NodeFailure as exc:
             return Status.unresolvable(str(exc))
         except AllocationTimeout:
@@ -491,13 +512,13 @@ class DynamicResources:
         data: _State | None = state.get(_STATE_KEY)
         if data is None or not data.claims:
             return None
-        infos = table.infos
-        rejected = np.zeros(len(slots), dtype=bool)
-        status_ids = np.zeros(len(slots), dtype=np.int32)
-        statuses: list[Status] = []
-        seen: dict[tuple[Code, tuple[str, ...]], int] = {}
         # the common case (user claims to allocate, none bound to nodes) goes straight to the search
         allocator = data.allocator if data.special is None and not data.node_bound else None
+        settled = allocator.settled(table) if allocator is not None else None
+        if allocator is not None and settled is not None:
+            return self._filter_settled(data, allocator, settled, table, slots)
+        infos = table.infos
+        verdicts = _Verdicts(len(slots))
         allocate_on = self._allocate_on
         for i, slot in enumerate(slots.tolist()):
             if allocator is not None:
@@ -505,17 +526,25 @@ class DynamicResources:
                 status = allocate_on(data, allocator, node.name, node.labels)
             else:
                 status = self.filter(state, pod, infos[slot])
-            if status is None or status.code == Code.SUCCESS:
-                continue
-            if status.code == Code.ERROR and status.error is not None:
-                raise status.error
-            rejected[i] = True
-            found = seen.get((status.code, status.reasons))
-            if found is None:
-                found = seen[(status.code, status.reasons)] = len(statuses)
-                statuses.append(status)
-            status_ids[i] = found
-        return NodeVerdicts(rejected, status_ids, statuses) if statuses else None
+            verdicts.add(i, status)
+        return verdicts.result()
+
+    def _filter_settled(
+        self, data: _State, allocator: Allocator, settled: Settled, table: NodeTable, slots: np.ndarray
+    ) -> NodeVerdicts | None:
+        """The common case's batch: nodes whose answer for the claims' shape stands since the
+        last batch (``scheduler.dra.settled``) are judged by it, the others searched."""
+        infos = table.infos
+        known = settled.state[slots]  # as settled before this batch's searches
+        verdicts = _Verdicts(len(slots))
+        allocate_on = self._allocate_on
+        unknown = np.flatnonzero(known == UNKNOWN)
+        for i, slot in zip(unknown.tolist(), slots[unknown].tolist(), strict=True):
+            node = infos[slot].node
+            verdicts.add(i, allocate_on(data, allocator, node.name, node.labels, (settled, slot)))
+        verdicts.add_all(known == NO_FIT, _CANNOT_ALLOCATE)
+        data.settled = settled.answers
+        return verdicts.result()
 
     def shortages(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> list[str]:
         """For explain, on a node Filter rejected: per request of the pod's claims that no device
@@ -571,7 +600,7 @@ class DynamicResources:
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
         data: _State = state.read(_STATE_KEY)
-        found = data.by_node.get(node_info.node.name)
+        found = data.found(node_info.node.name)
         allocations = iter(found.results() if found is not None else ())
         total = 0
         for claim in data.claims:
@@ -635,7 +664,7 @@ class DynamicResources:
         indexes = [i for i in data.to_allocate() if i != data.special or variant is not None]
         if not indexes:
             return None
-        found = data.by_node.get(node_name)
+        found = data.found(node_name)
         if found is None:
             return Status.from_error(RuntimeError("claim allocation not found for node"))
         try:
@@ -983,6 +1012,43 @@ class BindFailure(Exception):
 
 class _ClaimTimedOut(BindFailure):
     """A claim waited for its binding conditions longer than ``bindingTimeout``."""
+
+
+class _Verdicts:
+    """A batch's rejections by position, equal statuses sharing one id; an Error is raised (the
+    first one added)."""
+
+    __slots__ = ("_seen", "rejected", "status_ids", "statuses")
+
+    def __init__(self, count: int) -> None:
+        self.rejected = np.zeros(count, dtype=bool)
+        self.status_ids = np.zeros(count, dtype=np.int32)
+        self.statuses: list[Status] = []
+        self._seen: dict[tuple[Code, tuple[str, ...]], int] = {}
+
+    def _id(self, status: Status) -> int:
+        found = self._seen.get((status.code, status.reasons))
+        if found is None:
+            found = self._seen[(status.code, status.reasons)] = len(self.statuses)
+            self.statuses.append(status)
+        return found
+
+    def add(self, i: int, status: Status | None) -> None:
+        if status is None or status.code == Code.SUCCESS:
+            return
+        if status.code == Code.ERROR and status.error is not None:
+            raise status.error
+        self.rejected[i] = True
+        self.status_ids[i] = self._id(status)
+
+    def add_all(self, rejected: np.ndarray, status: Status) -> None:
+        """One rejection for every position ``rejected`` marks."""
+        if rejected.any():
+            self.rejected |= rejected
+            self.status_ids[rejected] = self._id(status)
+
+    def result(self) -> NodeVerdicts | None:
+        return NodeVerdicts(self.rejected, self.status_ids, self.statuses) if self.statuses else None
 
 
 def _has_alternatives(claim: Mapping[str, Any]) -> bool:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from scheduler.dra.allocator import Allocator, ClaimError
 from scheduler.dra.cel import SelectorCache
 from scheduler.dra.claims import ClaimTracker, claim_key
-from scheduler.dra.memo import SearchMemo
+from scheduler.dra.memo import MAX_SETTLED, SearchMemo
 from scheduler.dra.model import SliceParser
 from scheduler.testing import FakeLister
 from scheduler.testing.dra import (
@@ -186,3 +186,14 @@ def test_a_kept_answer_names_the_new_claims_request_and_goes_with_an_allocation(
     cluster.lister.put(cluster.allocated_claim(0, "node-a") or {})
     after = cluster.allocator(SHAPES[0], cluster.memo)
     assert allocation(after.allocate("node-a", cluster.labels["node-a"])) == [["net/net-1"]]
+
+
+def test_the_batch_answers_of_a_bounded_number_of_shapes_are_kept() -> None:
+    memo = SearchMemo()
+    shapes = [memo.shape(("shape", i)) for i in range(MAX_SETTLED + 1)]
+    first = memo.settled(shapes[0])
+    for shape in shapes[1:MAX_SETTLED]:
+        memo.settled(shape)
+    assert memo.settled(shapes[0]) is first  # still among the kept
+    memo.settled(shapes[MAX_SETTLED])  # one more: the table starts over
+    assert memo.settled(shapes[0]) is not first

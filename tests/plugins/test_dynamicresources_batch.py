@@ -85,8 +85,8 @@ def test_the_batch_form_answers_each_node_as_the_per_node_form(seed: int) -> Non
     count = rng.randint(1, 12)
     nodes, slices, held = random_cluster(rng, count)
     pod, claims = random_pod(rng, count)
-    table = table_of(nodes)
-    slots = np.array([info.slot for info in table.infos], dtype=np.int64)
+    table = table_of(nodes).table
+    slots = np.flatnonzero(table.valid).astype(np.int64)
     rng.shuffle(slots)  # the search hands over any order
 
     per_node_plugin = plugin_for(nodes, slices, [*held, *claims])
@@ -111,6 +111,6 @@ def test_the_batch_form_answers_each_node_as_the_per_node_form(seed: int) -> Non
 def test_a_pod_the_plugin_skips_passes_every_node() -> None:
     nodes, slices, _ = random_cluster(random.Random(1), 3)
     plugin = plugin_for(nodes, slices, [])
-    table = table_of(nodes)
-    slots = np.array([info.slot for info in table.infos], dtype=np.int64)
+    table = table_of(nodes).table
+    slots = np.flatnonzero(table.valid).astype(np.int64)
     assert plugin.filter_nodes(CycleState(), Pod.from_dict(pod_dict("plain")), table, slots) is None
