@@ -34,6 +34,11 @@ class Reconciler:
     def _reconcile(self, resource: str, namespace: str, name: str) -> None:
         raise NotImplementedError
 
+    @property
+    def settled(self) -> bool:
+        """Nothing is marked: every event so far has been reconciled."""
+        return not self._scheduled
+
     def _mark(self, resource: str, namespace: str, name: str) -> None:
         self._dirty.add((resource, namespace, name))
         if not self._scheduled:

@@ -52,6 +52,7 @@ from scheduler.simulate.manifests import Applied
 from scheduler.simulate.nodes import Fate, NodeTemplate
 from scheduler.simulate.workloads import ManifestError, Workload, suffix
 from simcluster import SimCluster
+from simcluster.api import now
 from simcluster.disruption import DisruptionController
 from simcluster.errors import ApiError
 from simcluster.eviction import evict
@@ -542,30 +543,74 @@ class Simulation:
 
     async def drain(self, names: Sequence[str]) -> Outcome:
         """`kubectl drain` of the nodes: cordoned, each evictable pod evicted through the eviction
-        API (which a PodDisruptionBudget may refuse: the pod stays), then its replacement placed."""
+        API, its replacement placed. A PodDisruptionBudget may refuse an eviction; as kubectl
+        retries it, so does the drain, pass after pass: the replacements placed in a pass are
+        taken as Ready (their kubelet would start them), which may let the budget allow the
+        next eviction. A pass that evicts nothing ends it: the pods still refused stay."""
         nodes = [self.node(name) for name in names]
         for node in nodes:
             body = copy.deepcopy(node)
             body.setdefault("spec", {})["unschedulable"] = True
             self.sim.api.update(BY_STORE_NAME["nodes"], None, node["metadata"]["name"], body)
             self.outcome.drained.append(node["metadata"]["name"])
-        replacements: list[tuple[str, str, Obj]] = []
         on_nodes = node_whatifs.by_node(self._pods(), names)
-        for node in nodes:
-            name = node["metadata"]["name"]
-            for pod in on_nodes[name]:
+        waiting = [
+            (pod, name)
+            for name in names
+            for pod in on_nodes[name]
+            if node_whatifs.fate(pod) is not Fate.STAYS
+        ]
+        while waiting:
+            refused: list[tuple[Obj, str, str]] = []
+            replacements: list[tuple[str, str, Obj]] = []
+            for pod, name in waiting:
+                why = self._evict(pod)
+                if why:
+                    refused.append((pod, name, why))
+                    continue
                 fate = node_whatifs.fate(pod)
-                if fate is Fate.STAYS:
-                    continue
-                refused = self._evict(pod)
-                if refused:
-                    self.outcome.evictions.append(Eviction(key_of(pod), name, "blocked", refused))
-                    continue
                 self.outcome.evictions.append(Eviction(key_of(pod), name, fate.value))
                 if fate is Fate.REPLACED:
                     replacements.append((f"evicted from {name}", "pods", node_whatifs.replacement(pod)))
-        await self._place(replacements)
+            await self._place(replacements)
+            if len(refused) == len(waiting) or not refused:
+                for pod, name, why in refused:
+                    self.outcome.evictions.append(Eviction(key_of(pod), name, "blocked", why))
+                break
+            await self._run_placed(body for _, _, body in replacements)
+            waiting = [(pod, name) for pod, name, _ in refused]
         return self._refresh()
+
+    async def _run_placed(self, pods: Iterable[Obj]) -> None:
+        """The bound ones of ``pods`` Running and Ready, as their kubelet would make them, and the
+        disruption budgets recomputed from them. A replacement has its evicted pod's name (so
+        the report lines up), which the budget lists as disrupted until that pod is gone: the
+        entry is dropped, as a new name would never have been listed."""
+        replaced: dict[str, set[str]] = {}
+        for pod in pods:
+            meta = pod["metadata"]
+            current = self.sim.store.get("pods", meta["namespace"], meta["name"])
+            if current is None or not current["spec"].get("nodeName"):
+                continue
+            replaced.setdefault(meta["namespace"], set()).add(meta["name"])
+            old = current.get("status") or {}
+            conditions = [c for c in old.get("conditions") or () if c.get("type") != "Ready"]
+            conditions.append({"type": "Ready", "status": "True", "lastTransitionTime": now()})
+            status = {**old, "phase": "Running", "conditions": conditions}
+            body = {**current, "status": status}
+            self.sim.api.update(BY_STORE_NAME["pods"], meta["namespace"], meta["name"], body, "status")
+        pdbs = BY_STORE_NAME["poddisruptionbudgets"]
+        for namespace, names in replaced.items():
+            for entry in list(self.sim.store.entries("poddisruptionbudgets", namespace)):
+                status = entry.obj.get("status") or {}
+                disrupted = status.get("disruptedPods") or {}
+                if names & disrupted.keys():
+                    kept = {pod: at for pod, at in disrupted.items() if pod not in names}
+                    body = {**entry.obj, "status": {**status, "disruptedPods": kept}}
+                    self.sim.api.update(pdbs, namespace, entry.obj["metadata"]["name"], body, "status")
+        assert self._disruption is not None
+        disruption = self._disruption
+        await self._poll(lambda: disruption.settled, "the disruption budgets were not recomputed")
 
     async def remove_nodes(self, names: Sequence[str]) -> Outcome:
         """The nodes deleted: their pods go with them, and what controllers own comes back pending."""

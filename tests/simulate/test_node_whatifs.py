@@ -61,27 +61,56 @@ def drained_cluster() -> dict[str, list[Any]]:
     return {"nodes": nodes, "pods": pods, "replicasets": [REPLICAS], "poddisruptionbudgets": [PDB]}
 
 
-def test_a_drain_evicts_what_the_pdb_allows_and_leaves_the_blocked_pod(
+def test_a_drain_retries_what_the_pdb_refused_once_the_replacement_runs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     report = simulate_json(
         capsys, "--snapshot", str(snapshot_file(tmp_path, drained_cluster())), "--drain", "n-0"
     )
+    # three healthy, two required: web-a goes first; web-b is refused until web-a's
+    # replacement runs elsewhere, then goes in the next pass
+    assert [(e["pod"], e["result"]) for e in report["evictions"]] == [
+        ("default/lonely", "gone"),
+        ("default/web-a", "replaced"),
+        ("default/web-b", "replaced"),
+    ]
+    assert "default/agent-n-0" not in {e["pod"] for e in report["evictions"]}  # a DaemonSet's pod stays
+    placed = {p["pod"]: p for p in report["placements"]}
+    assert sorted(placed) == ["default/web-a", "default/web-b"]
+    assert all(p["node"] in ("n-1", "n-2") and p["source"] == "evicted from n-0" for p in placed.values())
+    usage = {u["node"]: u for u in report["utilization"]}
+    assert usage["n-0"]["state"] == "drained"
+    assert usage["n-0"]["cpu"]["before"] == 2600 and usage["n-0"]["cpu"]["after"] == 100
+    zones = {z["zone"]: z for z in report["zones"]}
+    assert zones["z0"]["cpu"]["after"] == 100 and zones["z0"]["nodesAfter"] == 1
+
+
+def no_room_for_web(objects: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    """n-1 and n-2 too small for another 1-cpu web pod."""
+    objects["nodes"] = [
+        objects["nodes"][0],
+        *(node_dict(f"n-{i}", cpu="1500m", labels={ZONE: f"z{i}"}) for i in (1, 2)),
+    ]
+    objects["pods"].append(running(pod_dict("filler", node_name="n-2", requests={"cpu": "1"})))
+    return objects
+
+
+def test_a_drain_leaves_the_pod_the_pdb_keeps_refusing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """web-a's replacement finds no room, so the budget never allows evicting web-b."""
+    snapshot = snapshot_file(tmp_path, no_room_for_web(drained_cluster()))
+    report = simulate_json(capsys, "--snapshot", str(snapshot), "--drain", "n-0")
     evictions = {e["pod"]: e for e in report["evictions"]}
-    # three healthy, two required: one eviction allowed, the next refused by the budget
     assert evictions["default/web-a"]["result"] == "replaced"
     assert evictions["default/web-b"]["result"] == "blocked"
     assert "disruption budget web" in evictions["default/web-b"]["message"]
     assert evictions["default/lonely"]["result"] == "gone"
-    assert "default/agent-n-0" not in evictions  # a DaemonSet's pod stays
-    (placed,) = report["placements"]
-    assert placed["pod"] == "default/web-a" and placed["node"] in ("n-1", "n-2")
-    assert placed["source"] == "evicted from n-0"
+    assert report["placements"] == []
+    (pending,) = report["pending"]
+    assert pending["pod"] == "default/web-a" and "Insufficient cpu" in pending["message"]
     usage = {u["node"]: u for u in report["utilization"]}
-    assert usage["n-0"]["state"] == "drained"
     assert usage["n-0"]["cpu"]["before"] == 2600 and usage["n-0"]["cpu"]["after"] == 1100
-    zones = {z["zone"]: z for z in report["zones"]}
-    assert zones["z0"]["cpu"]["after"] == 1100 and zones["z0"]["nodesAfter"] == 1
 
 
 def test_drain_selector_drains_every_selected_node(
@@ -221,16 +250,19 @@ def test_fit_keeps_the_nodes_it_found_and_says_when_nothing_fits(
 def test_the_text_report_tells_the_what_ifs_and_the_zones(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    snapshot = snapshot_file(tmp_path, drained_cluster())
-    code = main(["simulate", "--snapshot", str(snapshot), "--drain", "n-0", "--fit", "--like", "n-1"])
+    snapshot = snapshot_file(tmp_path, no_room_for_web(drained_cluster()))
+    code = main(["simulate", "--snapshot", str(snapshot), "--drain", "n-0"])
     out = capsys.readouterr().out
-    assert code == 0
+    assert code == 0, out
     lines = out.splitlines()
     assert "drained node n-0" in lines
     assert "default/web-a on n-0: evicted, its controller makes a new one" in lines
-    blocked = "default/web-b on n-0: eviction blocked: The disruption budget web does not allow evicting pods"
+    blocked = "default/web-b on n-0: eviction blocked: The disruption budget web needs 2 healthy pods"
     assert any(line.startswith(blocked) for line in lines)
     assert "default/lonely on n-0: evicted, nothing recreates it" in lines
-    assert "fit: nothing is pending, no node like n-1 is needed" in lines
+    assert any(
+        line.startswith("pending default/web-a (evicted from n-0)") and "Insufficient cpu" in line
+        for line in lines
+    )
     zones = {line.split()[0]: line.split()[1:] for line in lines if line.startswith("z")}
     assert zones["z0"] == ["1→1", "2600m", "(65%)", "1100m", "(28%)"]
