@@ -50,6 +50,23 @@ def test_a_gang_that_fits_only_with_another_node(tmp_path: Path, capsys: pytest.
     assert len(report["placements"]) == 3 and report["pending"] == []
 
 
+def one_gpu_pods(names: list[str], cpu: str) -> list[dict[str, Any]]:
+    """A ResourceClaimTemplate for one GPU, and pods named ``names`` with a claim from it."""
+    template = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "one-gpu", "namespace": "default"},
+        "spec": {"spec": {"devices": {"requests": [request("gpu", "gpu")]}}},
+    }
+    pods = []
+    for name in names:
+        pod = pod_dict(name, requests={"cpu": cpu})
+        pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
+        del pod["metadata"]["uid"], pod["status"]
+        pods.append(pod)
+    return [template, *pods]
+
+
 def test_a_dra_pod_gets_a_device_and_the_report_names_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -58,19 +75,9 @@ def test_a_dra_pod_gets_a_device_and_the_report_names_it(
         "deviceclasses": [device_class("gpu", f'device.driver == "{DRIVER}"')],
         "resourceslices": [resource_slice("n-1-gpus", [device("gpu-0"), device("gpu-1")], node="n-1")],
     }
-    template = {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaimTemplate",
-        "metadata": {"name": "one-gpu", "namespace": "default"},
-        "spec": {"spec": {"devices": {"requests": [request("gpu", "gpu")]}}},
-    }
-    pods = []
-    for name in ("infer-a", "infer-b", "infer-c"):
-        pod = pod_dict(name, requests={"cpu": "1"})
-        pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
-        del pod["metadata"]["uid"], pod["status"]
-        pods.append(pod)
-    (tmp_path / "infer.yaml").write_text(yaml.safe_dump_all([template, *pods]))
+    (tmp_path / "infer.yaml").write_text(
+        yaml.safe_dump_all(one_gpu_pods(["infer-a", "infer-b", "infer-c"], "1"))
+    )
     report = simulate_json(
         capsys, "--snapshot", str(snapshot_file(tmp_path, objects)), "--add", str(tmp_path / "infer.yaml")
     )
@@ -149,23 +156,6 @@ def test_a_coscheduling_gang_with_its_crd_in_the_stream(
     assert len({p["node"] for p in report["placements"]}) == 3
 
 
-def one_gpu_pods(count: int) -> list[dict[str, Any]]:
-    """A ResourceClaimTemplate for one GPU and ``count`` pods with a claim from it."""
-    template = {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaimTemplate",
-        "metadata": {"name": "one-gpu", "namespace": "default"},
-        "spec": {"spec": {"devices": {"requests": [request("gpu", "gpu")]}}},
-    }
-    pods = []
-    for index in range(count):
-        pod = pod_dict(f"infer-{index}", requests={"cpu": "100m"})
-        pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
-        del pod["metadata"]["uid"], pod["status"]
-        pods.append(pod)
-    return [template, *pods]
-
-
 @pytest.mark.parametrize("source", ["template", "own"])
 def test_fit_gives_new_nodes_the_templates_devices(
     source: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -186,7 +176,9 @@ def test_fit_gives_new_nodes_the_templates_devices(
     else:
         (tmp_path / "gpu-node.yaml").write_text(yaml.safe_dump_all([gpu_node, gpu_slice]))
         template_args = ["--node-template", str(tmp_path / "gpu-node.yaml")]
-    (tmp_path / "infer.yaml").write_text(yaml.safe_dump_all(one_gpu_pods(5)))
+    (tmp_path / "infer.yaml").write_text(
+        yaml.safe_dump_all(one_gpu_pods([f"infer-{i}" for i in range(5)], "100m"))
+    )
     args = ["--snapshot", str(snapshot_file(tmp_path, objects)), "--add", str(tmp_path / "infer.yaml")]
 
     pending = {
