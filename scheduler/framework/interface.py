@@ -573,7 +573,10 @@ class GangPlugin(Plugin, Protocol):
     The queue treats a gang as one unit: an event that may help any member's own rejection moves
     every member waiting in the unschedulable pool, and a member rejected only because of its gang
     (by this plugin, e.g. at Permit when a sibling failed) keeps the reasons of its own earlier
-    failure, so what the gang waits for is never forgotten."""
+    failure, so what the gang waits for is never forgotten. Its PreEnqueue verdict is the gang's
+    (the same for every member): when an event re-runs it for one gated member and the plugin
+    still gates it, the siblings it gates stay gated without asking again (a gang of n members
+    arriving one by one costs n PreEnqueue runs, not n²/2)."""
 
     def gang_of(self, pod: Pod) -> str:
         """The gang ``pod`` belongs to, as a key unique within the plugin ("" for none)."""

@@ -232,9 +232,17 @@ class SchedulingQueue:
             elif gang is not None:
                 skipped_gangs.add(gang.key)
         matching: dict[int, list[ClusterEventWithHint]] = {}  # see _gate_may_open
+        still_gated: set[str] = set()  # gangs whose plugin, asked again for a member, still gates it
         for info in list(self._gated.values()):
+            gang = self._policy.gang_of(info.pod)
+            # gated for its gang: the key the gang's verdict is kept under at this event
+            key = gang.key if gang is not None and info.gated_by == gang.plugin else None
+            if key is not None and key in still_gated:
+                continue  # its gang's verdict, given for a sibling at this very event
             if self._gate_may_open(info, event, old, new, matching):
                 self._try_ungate(info, label)
+                if key is not None and gang is not None and info.gated_by == gang.plugin:
+                    still_gated.add(key)
         self._move_request_cycle = self._cycle
         self._in_flight.record(event, old, new, exclude)
         self._report()

@@ -660,3 +660,51 @@ async def test_deleting_a_pod_gated_by_two_plugins_in_turn_drops_both_from_the_g
         labels = {"plugin": plugin, "profile": "default-scheduler"}
         assert registry.get_sample_value("scheduler_unschedulable_pods", labels) == 0
     assert queue.pending()["gated"] == 0
+
+
+class GangGate(FakePolicy):
+    """The gang plugin's PreEnqueue: a member waits until ``size`` members are in the queue's
+    care (as GangScheduling counts them); counts how often it is asked."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__({GANG: [ClusterEventWithHint(POD_ADD)]})
+        self.size = size
+        self.members: set[str] = set()
+        self.asked = 0
+
+    def pre_enqueue(self, pod: Pod) -> tuple[str, Status | None]:
+        plugin, status = super().pre_enqueue(pod)  # scheduling gates first, as in a profile
+        if status is not None:
+            return plugin, status
+        self.asked += 1
+        if len(self.members) < self.size:
+            return GANG, Status.unresolvable("waiting for minCount pods from a gang")
+        return "", None
+
+
+POD_ADD = ClusterEvent(POD, ActionType.ADD)
+
+
+async def test_a_gang_arriving_one_by_one_is_asked_once_per_member_and_event():
+    size = 50
+    policy = GangGate(size)
+    queue = SchedulingQueue(sort_key=priority_sort, policy=policy, clock=FakeClock())
+    gated = make_pod(
+        "g-gated", labels={"gang": "g"}, scheduling_gates=("hold",)
+    )  # its own gate, not the gang
+    policy.members.add(gated.uid)
+    queue.add(gated)
+    for i in range(size - 2):
+        pod = member(f"g-{i}")
+        policy.members.add(pod.uid)  # counted before the queue hears of the pod, as the informer does
+        queue.add(pod)
+        queue.on_cluster_event(POD_ADD, None, pod)
+        assert queue.pending()["gated"] == i + 2 and queue.pending()["active"] == 0
+    # each member asked when added, and at each add one waiting member asked for the whole gang
+    assert policy.asked == 2 * (size - 2)
+    last = member("g-last")  # completes the gang: every member goes in but the one with a gate
+    policy.members.add(last.uid)
+    queue.add(last)
+    queue.on_cluster_event(POD_ADD, None, last)
+    assert queue.pending()["active"] == size - 1 and queue.position(gated.uid) == "gated"
+    assert policy.asked == 2 * (size - 2) + 1 + (size - 2)
