@@ -64,11 +64,16 @@ class VolumeControllers:
                 self._sync_volume(pv)
             except ApiError as err:
                 log.warning("sync PersistentVolume %s: %s", pv["metadata"]["name"], err.message)
+        claimed: dict[tuple[str, str], list[Obj]] = {}  # (namespace, name) -> PVs whose claimRef names it
+        for pv in self.api.store.list("persistentvolumes"):
+            ref = pv["spec"].get("claimRef") or {}
+            if ref.get("name"):
+                claimed.setdefault((ref.get("namespace") or "", ref["name"]), []).append(pv)
         for pvc in self.api.store.list("persistentvolumeclaims"):
             if is_fully_bound(pvc) or pvc["metadata"].get("deletionTimestamp"):
                 continue
             try:
-                self._sync_claim(pvc)
+                self._sync_claim(pvc, claimed)
             except ApiError as err:
                 meta = pvc["metadata"]
                 log.warning(
@@ -100,17 +105,19 @@ class VolumeControllers:
 
     # ---- claims ------------------------------------------------------------------------
 
-    def _sync_claim(self, pvc: Obj) -> None:
-        volumes = self.api.store.list("persistentvolumes")
+    def _sync_claim(self, pvc: Obj, claimed: dict[tuple[str, str], list[Obj]]) -> None:
+        """``claimed``: the PVs whose claimRef names each claim as the pass began (a pass over
+        every claim must not look at every PV for each)."""
         wanted_name = pvc["spec"].get("volumeName")
         if wanted_name:
             pv = self.api.store.get("persistentvolumes", None, wanted_name)
             if pv is not None and (not pv["spec"].get("claimRef") or is_bound_to_claim(pv, pvc)):
                 self._bind(pv, pvc)
             return
-        claimed = next((pv for pv in volumes if is_bound_to_claim(pv, pvc)), None)
-        if claimed is not None:  # the scheduler (or a user) chose this volume
-            self._bind(claimed, pvc)
+        key = (pvc["metadata"].get("namespace") or "", pvc["metadata"]["name"])
+        chosen = next((pv for pv in claimed.get(key, ()) if is_bound_to_claim(pv, pvc)), None)
+        if chosen is not None:  # the scheduler (or a user) chose this volume
+            self._bind(chosen, pvc)
             return
         class_name = claim_class(pvc)
         storage_class = self.api.store.get("storageclasses", None, class_name) if class_name else None
@@ -119,7 +126,7 @@ class VolumeControllers:
             if node_name and _can_provision(storage_class):
                 self._provision(pvc, storage_class, node_name)
             return
-        match = find_matching_volume(pvc, volumes)
+        match = find_matching_volume(pvc, self.api.store.list("persistentvolumes"))  # this pass's binds
         if match is not None:
             self._bind(match, pvc)
         elif storage_class is not None and _can_provision(storage_class):

@@ -1,12 +1,15 @@
-"""The hostname index of candidate PVs: a node's pick from it equals its pick from every PV."""
+"""The hostname index of candidate PVs, kept across pods: a node's pick from it equals its pick
+from every PV of the class, however the PVs change meanwhile."""
 
 from __future__ import annotations
 
 import random
 from typing import Any
 
-from scheduler.plugins.volumebinding.candidates import CandidateVolumes, pinned_hostnames
-from scheduler.plugins.volumebinding.storage import IdentityMemo, find_matching_volume
+from scheduler.plugins.volumebinding.assume_cache import AssumeCache
+from scheduler.plugins.volumebinding.candidates import CandidateVolumes, VolumeIndex, pinned_hostnames
+from scheduler.plugins.volumebinding.storage import IdentityMemo, VolumeRequest, find_matching_volume
+from scheduler.testing.builders import FakeLister
 
 HOSTNAME = "kubernetes.io/hostname"
 HOSTS = [f"node-{i}" for i in range(6)]
@@ -39,16 +42,17 @@ def affinity(rng: random.Random) -> dict[str, Any] | None:
     return {"required": {"nodeSelectorTerms": terms}}
 
 
-def volume(i: int, rng: random.Random) -> dict[str, Any]:
+def volume(i: int, rng: random.Random, version: int = 1) -> dict[str, Any]:
     pv_spec: dict[str, Any] = {
         "capacity": {"storage": f"{rng.choice([1, 2, 5])}Gi"},
         "accessModes": ["ReadWriteOnce"],
-        "storageClassName": "local",
+        "storageClassName": rng.choice(["local", "local", "local", "other"]),
     }
     node_affinity = affinity(rng)
     if node_affinity is not None:
         pv_spec["nodeAffinity"] = node_affinity
-    return {"metadata": {"name": f"pv-{i}"}, "spec": pv_spec, "status": {"phase": "Available"}}
+    metadata = {"name": f"pv-{i}", "resourceVersion": str(version)}
+    return {"metadata": metadata, "spec": pv_spec, "status": {"phase": "Available"}}
 
 
 CLAIM = {
@@ -61,23 +65,86 @@ CLAIM = {
 }
 
 
-def test_every_node_picks_from_the_index_what_it_picks_from_the_whole_list() -> None:
+REQUEST = VolumeRequest.of(CLAIM)
+
+
+def node_labels(rng: random.Random) -> list[dict[str, str]]:
+    """Every host of the volumes, one they never name, and a node without a hostname label."""
+    nodes = []
+    for host in [*HOSTS, "elsewhere", None]:
+        labels = {"zone": rng.choice(["a", "b"])}
+        if host is not None:
+            labels[HOSTNAME] = host
+        nodes.append(labels)
+    return nodes
+
+
+def taken(pv: dict[str, Any]) -> dict[str, Any]:
+    """``pv`` as Reserve assumes it: bound to another pod's claim."""
+    return {**pv, "spec": {**pv["spec"], "claimRef": {"namespace": "default", "name": "other"}}}
+
+
+def test_the_kept_index_picks_what_the_whole_class_gives_however_the_volumes_change() -> None:
     rng = random.Random(7)
-    for _ in range(200):
-        volumes = [volume(i, rng) for i in range(rng.randint(0, 12))]
-        candidates = CandidateVolumes()
-        for pv in volumes:
-            candidates.append(pv)
-        excluded = {pv["metadata"]["name"] for pv in volumes if rng.random() < 0.2}
-        for host in [*HOSTS, "elsewhere", None]:
-            labels = {"zone": rng.choice(["a", "b"])}
-            if host is not None:
-                labels[HOSTNAME] = host
-            shown = candidates.for_node(labels)
-            assert find_matching_volume(CLAIM, shown, labels, excluded) is find_matching_volume(
-                CLAIM, volumes, labels, excluded
-            )
-            assert [pv for pv in volumes if pv in shown] == list(shown)  # the list's order kept
+    lister = FakeLister()
+    kept = VolumeIndex(lambda: lister)
+    cache = AssumeCache(lambda: lister)
+    version = 1
+    for _ in range(300):
+        step, name = rng.random(), rng.randrange(12)
+        current = lister.get(f"pv-{name}")
+        if step < 0.5:  # added, changed, or recreated after a delete
+            version += 1
+            lister.put(volume(name, rng, version))
+        elif step < 0.65:
+            lister.delete(f"pv-{name}")
+        elif step < 0.8 and current is not None:
+            cache.assume(taken(dict(current)))  # this scheduler's own write, not yet seen
+        elif current is not None:
+            cache.restore(f"pv-{name}")
+        fresh = VolumeIndex(lambda: FakeLister(lister.list()))
+        whole = sorted(
+            (
+                cache.get(pv["metadata"]["name"])
+                for pv in lister.list()
+                if pv["spec"]["storageClassName"] == "local"
+            ),
+            key=lambda pv: pv["metadata"]["name"],
+        )
+        volumes, rebuilt = kept.of_class("local"), fresh.of_class("local")
+        assert (volumes is None) == (rebuilt is None) == (not whole)
+        if volumes is None or rebuilt is None:
+            continue
+        shown = CandidateVolumes(volumes, cache.get)
+        excluded = {pv["metadata"]["name"] for pv in whole if rng.random() < 0.2}
+        for labels in node_labels(rng):
+            assert volumes.for_node(labels) == rebuilt.for_node(labels)
+            assert find_matching_volume(
+                REQUEST, shown.for_node(labels), labels, excluded
+            ) is find_matching_volume(REQUEST, whole, labels, excluded)
+
+
+def test_an_index_over_a_lister_without_revisions_lists_it_again() -> None:
+    class Plain:  # an ObjectLister that keeps no revisions
+        def __init__(self) -> None:
+            self.objects: dict[str, dict[str, Any]] = {}
+
+        def get(self, key: str) -> dict[str, Any] | None:
+            return self.objects.get(key)
+
+        def list(self) -> list[dict[str, Any]]:
+            return list(self.objects.values())
+
+        def with_label(self, namespace: str, key: str, value: str) -> list[dict[str, Any]]:
+            return []
+
+    plain = Plain()
+    index = VolumeIndex(lambda: plain)
+    rng = random.Random(3)
+    plain.objects["pv-1"] = {**volume(1, rng), "spec": {"storageClassName": "local"}}
+    assert index.of_class("local") is not None
+    del plain.objects["pv-1"]
+    assert index.of_class("local") is None
 
 
 def test_only_a_hostname_in_requirement_in_every_term_pins_a_volume() -> None:

@@ -43,16 +43,6 @@ class AssumeCache:
         """The informer's object, ignoring assumptions."""
         return self._lister().get(key)
 
-    def list(self) -> list[Obj]:
-        if not self._assumed:
-            return self._lister().list()
-        out = []
-        for obj in self._lister().list():
-            shown = self._overlay(key_of(obj), obj)
-            if shown is not None:
-                out.append(shown)
-        return out
-
     def assume(self, obj: Obj) -> None:
         """Lay ``obj`` over the informer's version of it; KeyError when the informer has none."""
         key = key_of(obj)

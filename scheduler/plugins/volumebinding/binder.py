@@ -17,12 +17,13 @@ from scheduler.api.quantity import QuantityError, int_value
 from scheduler.api.volumes import volume_claims
 from scheduler.framework import ApiClient, ObjectLister
 from scheduler.plugins.volumebinding.assume_cache import AssumeCache
-from scheduler.plugins.volumebinding.candidates import CandidateVolumes
+from scheduler.plugins.volumebinding.candidates import CandidateVolumes, VolumeIndex
 from scheduler.plugins.volumebinding.storage import (
     ANN_SELECTED_NODE,
     NOT_SUPPORTED_PROVISIONER,
     WAIT_FOR_FIRST_CONSUMER,
     Obj,
+    VolumeRequest,
     bind_volume_to_claim,
     claim_class,
     controlled_by,
@@ -39,7 +40,6 @@ from scheduler.plugins.volumebinding.storage import (
     selected_node,
     spec,
     topology_terms_match,
-    volume_class,
 )
 
 ERR_REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
@@ -66,6 +66,8 @@ class PodVolumeClaims:
     bound: list[Obj] = field(default_factory=list)
     delayed: list[Obj] = field(default_factory=list)  # unbound, WaitForFirstConsumer
     immediate: list[Obj] = field(default_factory=list)  # unbound, Immediate (PV controller's job)
+    # what each delayed claim asks, the smallest first
+    requests: list[VolumeRequest] = field(default_factory=list)
     # candidate PVs for the delayed claims, by StorageClass name
     volumes_by_class: dict[str, CandidateVolumes] = field(default_factory=dict)
 
@@ -138,7 +140,9 @@ def is_delay_binding(pvc: Obj, listers: Listers) -> bool:
     return mode == WAIT_FOR_FIRST_CONSUMER
 
 
-def pod_volume_claims(claims: list[Obj], listers: Listers, pv_cache: AssumeCache) -> PodVolumeClaims:
+def pod_volume_claims(
+    claims: list[Obj], listers: Listers, pv_index: VolumeIndex, pv_cache: AssumeCache
+) -> PodVolumeClaims:
     result = PodVolumeClaims()
     for pvc in claims:
         if is_fully_bound(pvc):
@@ -147,12 +151,15 @@ def pod_volume_claims(claims: list[Obj], listers: Listers, pv_cache: AssumeCache
             result.delayed.append(pvc)
         else:
             result.immediate.append(pvc)
-    if result.delayed:
-        wanted = {claim_class(pvc) for pvc in result.delayed}
-        for pv in pv_cache.list():
-            cls = volume_class(pv)
-            if cls in wanted:
-                result.volumes_by_class.setdefault(cls, CandidateVolumes()).append(pv)
+    for pvc in result.delayed:
+        request = VolumeRequest.of(pvc)
+        result.requests.append(request)
+        cls = request.storage_class
+        if cls not in result.volumes_by_class:
+            volumes = pv_index.of_class(cls)
+            if volumes is not None:
+                result.volumes_by_class[cls] = CandidateVolumes(volumes, pv_cache.get)
+    result.requests.sort(key=lambda r: r.size)  # smallest claims pick first
     return result
 
 
@@ -165,13 +172,14 @@ class NodeVerdict:
 class VolumeBinder:
     """Upstream's SchedulerVolumeBinder over the handle's listers and two assume caches."""
 
-    __slots__ = ("bind_timeout", "listers", "poll_interval", "pv_cache", "pvc_cache")
+    __slots__ = ("bind_timeout", "listers", "poll_interval", "pv_cache", "pv_index", "pvc_cache")
 
     def __init__(
         self, lister: Callable[[str], ObjectLister], bind_timeout: float, poll_interval: float
     ) -> None:
         self.listers = Listers(lister)
         self.pv_cache = AssumeCache(lambda: lister("persistentvolumes"))
+        self.pv_index = VolumeIndex(lambda: lister("persistentvolumes"))
         self.pvc_cache = AssumeCache(lambda: lister("persistentvolumeclaims"))
         self.bind_timeout = bind_timeout
         self.poll_interval = poll_interval
@@ -207,28 +215,28 @@ class VolumeBinder:
     def _check_delayed_claims(
         self, claims: PodVolumeClaims, node: Node, out: PodVolumes
     ) -> tuple[bool, bool]:
-        to_match: list[Obj] = []
+        to_match: list[VolumeRequest] = []
         to_provision: list[Obj] = []
-        for pvc in claims.delayed:
-            chosen_node = selected_node(pvc)
+        for request in claims.requests:
+            chosen_node = selected_node(request.claim)
             if chosen_node is None:
-                to_match.append(pvc)
+                to_match.append(request)
             elif chosen_node != node.name:
                 return False, True  # provisioning already started for another node
             else:
-                to_provision.append(pvc)
+                to_provision.append(request.claim)
         satisfied = True
         chosen: set[str] = set()
-        for pvc in sorted(to_match, key=requested_storage):  # smallest claims pick first
-            candidates = claims.volumes_by_class.get(claim_class(pvc))
+        for request in to_match:  # smallest claims pick first
+            candidates = claims.volumes_by_class.get(request.storage_class)
             volumes = candidates.for_node(node.labels) if candidates is not None else ()
-            pv = find_matching_volume(pvc, volumes, node.labels, chosen)
+            pv = find_matching_volume(request, volumes, node.labels, chosen)
             if pv is None:
                 satisfied = False
-                to_provision.append(pvc)
+                to_provision.append(request.claim)
             else:
                 chosen.add(name_of(pv))
-                out.static_bindings.append((pv, pvc))
+                out.static_bindings.append((pv, request.claim))
         if to_provision:
             return self._check_provisioning(to_provision, node, out)
         return satisfied, True

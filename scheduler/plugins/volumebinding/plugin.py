@@ -159,7 +159,9 @@ class VolumeBinding:
         except ClaimProblem as problem:
             return None, Status.unresolvable(str(problem))
         try:
-            sorted_claims = pod_volume_claims(claims, self.binder.listers, self.binder.pv_cache)
+            sorted_claims = pod_volume_claims(
+                claims, self.binder.listers, self.binder.pv_index, self.binder.pv_cache
+            )
         except BindingModeUnset as problem:
             return None, Status(Code.ERROR, (str(problem),))
         if sorted_claims.immediate:

@@ -7,6 +7,7 @@ Shared by the volume plugins, so they agree on what "matching", "bound" and "fit
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from scheduler.api import LabelSelector, NodeSelector, SelectorError
@@ -206,37 +207,64 @@ def bind_volume_to_claim(pv: Obj, pvc: Obj) -> dict[str, Any] | None:
     return {**pv, "metadata": new_meta, "spec": new_spec}
 
 
+@dataclass(frozen=True, slots=True)
+class VolumeRequest:
+    """What a claim asks of a volume, read once per cycle: Filter matches it on every node."""
+
+    claim: Obj
+    size: int
+    storage_class: str
+    modes: frozenset[str]
+    volume_mode: str
+    attributes_class: str
+    selector: LabelSelector | None
+    valid: bool  # False: its selector does not parse, and no volume matches it
+
+    @classmethod
+    def of(cls, pvc: Obj) -> VolumeRequest:
+        claim_spec = spec(pvc)
+        try:
+            selector, valid = LabelSelector.parse(claim_spec.get("selector")), True
+        except SelectorError:
+            selector, valid = None, False
+        return cls(
+            pvc,
+            requested_storage(pvc),
+            claim_class(pvc),
+            frozenset(access_modes(pvc)),
+            claim_spec.get("volumeMode") or "Filesystem",
+            claim_spec.get("volumeAttributesClassName") or "",
+            selector,
+            valid,
+        )
+
+
 def find_matching_volume(
-    pvc: Obj,
+    request: VolumeRequest,
     volumes: Iterable[Obj],
     node_labels: Mapping[str, str],
     excluded: frozenset[str] | set[str] = frozenset(),
 ) -> Obj | None:
     """The smallest volume that satisfies the claim on this node; a volume pre-bound to the
     claim wins at once (or nothing, if that one does not fit the node)."""
-    wanted = requested_storage(pvc)
-    wanted_class = claim_class(pvc)
-    wanted_modes = set(access_modes(pvc))
-    wanted_mode = spec(pvc).get("volumeMode") or "Filesystem"
-    wanted_attributes_class = spec(pvc).get("volumeAttributesClassName") or ""
-    try:
-        selector = LabelSelector.parse(spec(pvc).get("selector"))
-    except SelectorError:
+    if not request.valid:
         return None
+    pvc, wanted, selector = request.claim, request.size, request.selector
     best: Obj | None = None
     best_size = 0
     for pv in volumes:
         if name_of(pv) in excluded:
             continue
+        pv_spec = spec(pv)
         bound_here = is_bound_to_claim(pv, pvc)
-        if spec(pv).get("claimRef") and not bound_here:
+        if pv_spec.get("claimRef") and not bound_here:
             continue
         size = volume_capacity(pv)
-        if size < wanted or (spec(pv).get("volumeMode") or "Filesystem") != wanted_mode:
+        if size < wanted or (pv_spec.get("volumeMode") or "Filesystem") != request.volume_mode:
             continue
         # VolumeAttributesClass is GA: an unset class only matches an unset class, and a
         # mismatch rules out even a volume pre-bound to this very claim.
-        if (spec(pv).get("volumeAttributesClassName") or "") != wanted_attributes_class:
+        if (pv_spec.get("volumeAttributesClassName") or "") != request.attributes_class:
             continue
         if meta(pv).get("deletionTimestamp"):
             continue
@@ -247,9 +275,9 @@ def find_matching_volume(
             continue
         if selector is not None and not selector.matches(meta(pv).get("labels") or {}):
             continue
-        if volume_class(pv) != wanted_class or not fits_node:
+        if volume_class(pv) != request.storage_class or not fits_node:
             continue
-        if not wanted_modes <= set(access_modes(pv)):
+        if not request.modes <= set(access_modes(pv)):
             continue
         if best is None or size < best_size:
             best, best_size = pv, size
