@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from scheduler.api import Pod
 from scheduler.dra.allocator import Allocator
 from scheduler.dra.claims import claim_key
-from scheduler.framework import CycleState, NodeInfo
+from scheduler.framework import CycleState, NodeInfo, Status
 from scheduler.plugins.dynamicresources import CANNOT_ALLOCATE, DynamicResources
 from scheduler.testing import make_node
-from scheduler.testing.builders import FakeHandle, expand_verdicts, pod_dict, table_of
+from scheduler.testing.builders import Cluster, FakeHandle, expand_verdicts, pod_dict, table_of
 from scheduler.testing.dra import (
     BROKEN_TAINT,
     DRIVER,
@@ -77,12 +77,7 @@ class World:
 
     def batch(self, pod: Pod) -> tuple[CycleState, dict[str, Any]]:
         """The batch Filter over every node: per node, the devices found or the rejection."""
-        state = CycleState()
-        assert self.plugin.pre_filter(state, pod, None)[1] is None  # type: ignore[arg-type]
-        slots = self.cluster.slots
-        verdicts = expand_verdicts(
-            self.plugin.filter_nodes(state, pod, self.cluster.table, slots), len(slots)
-        )
+        state, verdicts = self.filter(pod, self.cluster)
         data = state.read("DynamicResources")
         found: dict[str, Any] = {}
         for name, status in zip(self.names, verdicts, strict=True):
@@ -91,6 +86,13 @@ class World:
             else:
                 found[name] = devices(data.found(name).results())
         return state, found
+
+    def filter(self, pod: Pod, cluster: Cluster) -> tuple[CycleState, list[Status | None]]:
+        """PreFilter, then the batch Filter over the nodes of ``cluster``."""
+        state = CycleState()
+        assert self.plugin.pre_filter(state, pod, None)[1] is None  # type: ignore[arg-type]
+        slots = cluster.slots
+        return state, expand_verdicts(self.plugin.filter_nodes(state, pod, cluster.table, slots), len(slots))
 
     def fresh(self, pod: Pod) -> dict[str, Any]:
         """Per node, what a search without any kept answer finds for the pod's claims."""
@@ -194,6 +196,26 @@ def test_a_node_settled_in_one_batch_is_not_searched_in_the_next(monkeypatch: py
     found = world.batch(world.pod(SHAPES[0]))[1]
     assert searched == ["n2"]
     assert found["n2"] == [["n2/gpu-1"]]
+
+
+@pytest.mark.parametrize("later", ["a pool changes hands", "a batch on another node table"])
+def test_a_cycle_keeps_the_settled_answers_it_was_given_when_a_later_batch_drops_them(later: str) -> None:
+    """A cycle's Reserve (or explain's scoring) may come after another batch of the same shape,
+    which forgets the answers that changed (all of them on another table, as explain's what-ifs
+    run): the earlier cycle still finds the devices its Filter judged by."""
+    world = World({"n0": {}, "n1": {}}, [node_slice("n0", 40, 40), node_slice("n1", 40)])
+    world.batch(world.pod(SHAPES[0]))  # settles both nodes
+    state, verdicts = world.filter(world.pod(SHAPES[0]), world.cluster)  # by the settled answers
+    assert verdicts == [None, None]
+    if later == "a pool changes hands":
+        other = world.pod(SHAPES[0])
+        assert world.plugin.reserve(world.filter(other, world.cluster)[0], other, "n1") is None
+        assert world.batch(world.pod(SHAPES[0]))[1]["n1"] == CANNOT_ALLOCATE  # n1's answer dropped
+    else:
+        world.filter(world.pod(SHAPES[0]), table_of([make_node("m0")]))
+    data = state.read("DynamicResources")
+    assert devices(data.found("n0").results()) == [["n0/gpu-0"]]
+    assert devices(data.found("n1").results()) == [["n1/gpu-0"]]
 
 
 KINDS = ["reserve", "unreserve", "write", "echo", "delete", "relabel", "slice"]
