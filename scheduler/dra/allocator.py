@@ -294,11 +294,10 @@ class Allocator:
             settled.settle(slot, node_name, answer)
         return found
 
-    def settled(self, table: NodeTable) -> Settled | None:
+    def settled(self, table: NodeTable) -> Settled:
         """The batch answers of these claims' shape, brought up to date with what changed since
-        the last batch on ``table`` (None without a memo)."""
-        if self.memo is None:
-            return None
+        the last batch on ``table``; only for an allocator with a memo."""
+        assert self.memo is not None, "settled answers are the memo's"
         found = self.memo.settled(self._shape)
         found.update(table, self.index, self.allocated)
         return found

@@ -408,6 +408,8 @@ class AllocatedDevices:
         return (self._held.serial, self._held.revisions.get(pool, 0), self._assumed_pools.get(pool))
 
     def mark(self) -> PoolsMark:
+        """Where this view stands now: the informer's claims, their place in the journal of pool
+        changes and the pending or assumed devices per pool, for ``pools_changed_since``."""
         return PoolsMark(self._held, self._held.position, self._assumed_pools)
 
     def pools_changed_since(self, mark: PoolsMark) -> set[PoolKey] | None:

@@ -53,7 +53,9 @@ class SearchMemo:
         self._answers: dict[int, dict[str, Answer]] = {}
         self._kept = 0
         self._shapes: dict[Hashable, Hashable] = {}
-        self._settled: dict[int, Settled] = {}  # by the shape's identity: its batch answers
+        # by the shape itself, not its id: a record made for a shape no longer interned (by an
+        # allocator from before the table started over) keeps that shape, so no new one inherits it
+        self._settled: dict[Hashable, Settled] = {}
 
     def shape(self, shape: Hashable) -> Hashable:
         """The one object standing for an equal shape, so answers compare shapes by identity."""
@@ -97,11 +99,11 @@ class SearchMemo:
 
     def settled(self, shape: Hashable) -> Settled:
         """The batch answers of an interned shape (``scheduler.dra.settled``)."""
-        found = self._settled.get(id(shape))
+        found = self._settled.get(shape)
         if found is None:
             if len(self._settled) >= MAX_SETTLED:
                 self._settled.clear()
-            found = self._settled[id(shape)] = Settled()
+            found = self._settled[shape] = Settled()
         return found
 
     def keep(self, node_name: str, index: object, answer: Answer) -> None:

@@ -29,16 +29,25 @@ UNKNOWN, FITS, NO_FIT = 0, 1, 2
 class ChangeView(Protocol):
     """What a view of the allocations tells about its changes (``claims.AllocatedDevices``)."""
 
-    def mark(self) -> PoolsMark: ...
+    def mark(self) -> PoolsMark:
+        """Where the allocations stand now, to ask later what changed since."""
+        ...
 
-    def pools_changed_since(self, mark: PoolsMark) -> set[PoolKey] | None: ...
+    def pools_changed_since(self, mark: PoolsMark) -> set[PoolKey] | None:
+        """The pools whose holdings may have changed since ``mark`` (every one a kept answer
+        read must then be searched again); None when that is not known."""
+        ...
 
 
 class Settled:
     """One claim shape's answers per slot of one node table, as of the last ``update``.
 
-    ``answers`` (node name -> answer, for the nodes the shape fits) is replaced by a copy at each
-    ``update``, so what a cycle took from it stays as that cycle saw it (readers do not change it)."""
+    ``answers`` (node name -> answer, for the nodes the shape fits) is never emptied nor has an
+    answer dropped in place: ``update`` starts a new dict, or a copy when some answer no longer
+    stands, so a cycle that took it still finds every answer its Filter judged by (readers do not
+    change it). ``settle`` adds in place, only for nodes that were unknown: nodes the cycles
+    holding this dict searched themselves (their own answers come first), found no fit on or
+    did not judge."""
 
     __slots__ = ("_by_pool", "_index", "_mark", "_names", "_table", "_table_mark", "answers", "state")
 
@@ -68,20 +77,24 @@ class Settled:
                 by_pool = self._by_pool
                 for pool in pools:
                     stale.update(by_pool.get(pool, ()))
-        answers = dict(self.answers)
         if stale is None:
             self._table, self._index = table, index
             self.state = np.zeros(table.capacity, dtype=np.int8)
             self._names = [""] * table.capacity
             self._by_pool = {}
-            answers.clear()
+            self.answers = {}
         else:
             state, names = self.state, self._names
+            dropped = []
             for slot in stale:
-                if state[slot] != UNKNOWN:
-                    state[slot] = UNKNOWN
-                    answers.pop(names[slot], None)
-        self.answers = answers
+                if state[slot] == FITS:
+                    dropped.append(names[slot])
+                state[slot] = UNKNOWN
+            if dropped:  # from a copy: the cycles that took ``answers`` keep theirs
+                answers = dict(self.answers)
+                for name in dropped:
+                    answers.pop(name, None)
+                self.answers = answers
         self._table_mark = table.change_mark
         self._mark = view.mark()
 

@@ -38,7 +38,8 @@ class SharedDRA:
     # the listers the last index was made from, each with its revision then (None: it has none)
     _read: tuple[tuple[ObjectLister, int | None], ...] = ()
     _index: SliceIndex | None = None
-    _revisioned: dict[int, tuple[ObjectLister, RevisionedLister | None]] = field(default_factory=dict)
+    # per kind (SLICES, TAINT_RULES): its current lister, and that lister if it has revisions
+    _revisioned: dict[str, tuple[ObjectLister, RevisionedLister | None]] = field(default_factory=dict)
 
     def slice_index(self, handle: Handle) -> SliceIndex:
         """The ResourceSlices, with the taints of the DeviceTaintRules when they are watched
@@ -49,7 +50,11 @@ class SharedDRA:
             rules: ObjectLister | None = handle.lister(TAINT_RULES)
         except KeyError:  # the gate is off: no rules
             rules = None
-        read = tuple((lister, self._revision(lister)) for lister in (slices, rules) if lister is not None)
+        read = tuple(
+            (lister, self._revision(kind, lister))
+            for kind, lister in ((SLICES, slices), (TAINT_RULES, rules))
+            if lister is not None
+        )
         if self._index is not None and _unchanged(self._read, read):
             return self._index
         listed: list[Any] = rules.list() if rules is not None else []
@@ -57,12 +62,13 @@ class SharedDRA:
         self._read = read
         return self._index
 
-    def _revision(self, lister: ObjectLister) -> int | None:
-        """The lister's revision; None for a lister without (asked once per lister)."""
-        known = self._revisioned.get(id(lister))
+    def _revision(self, kind: str, lister: ObjectLister) -> int | None:
+        """The revision of the kind's lister; None for a lister without (asked once per lister,
+        and only the current one is kept: a replaced lister is freed)."""
+        known = self._revisioned.get(kind)
         if known is None or known[0] is not lister:
             revisioned = lister if isinstance(lister, RevisionedLister) else None
-            known = self._revisioned[id(lister)] = (lister, revisioned)
+            known = self._revisioned[kind] = (lister, revisioned)
         return known[1].revision if known[1] is not None else None
 
 

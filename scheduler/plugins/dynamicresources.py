@@ -514,19 +514,12 @@ class DynamicResources:
             return None
         # the common case (user claims to allocate, none bound to nodes) goes straight to the search
         allocator = data.allocator if data.special is None and not data.node_bound else None
-        settled = allocator.settled(table) if allocator is not None else None
-        if allocator is not None and settled is not None:
-            return self._filter_settled(data, allocator, settled, table, slots)
+        if allocator is not None:
+            return self._filter_settled(data, allocator, allocator.settled(table), table, slots)
         infos = table.infos
         verdicts = _Verdicts(len(slots))
-        allocate_on = self._allocate_on
         for i, slot in enumerate(slots.tolist()):
-            if allocator is not None:
-                node = infos[slot].node
-                status = allocate_on(data, allocator, node.name, node.labels)
-            else:
-                status = self.filter(state, pod, infos[slot])
-            verdicts.add(i, status)
+            verdicts.add(i, self.filter(state, pod, infos[slot]))
         return verdicts.result()
 
     def _filter_settled(

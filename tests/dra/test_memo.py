@@ -11,10 +11,12 @@ from hypothesis import strategies as st
 
 from scheduler.dra.allocator import Allocator, ClaimError
 from scheduler.dra.cel import SelectorCache
-from scheduler.dra.claims import ClaimTracker, claim_key
-from scheduler.dra.memo import MAX_SETTLED, SearchMemo
-from scheduler.dra.model import SliceParser
-from scheduler.testing import FakeLister
+from scheduler.dra.claims import ClaimTracker, PoolsMark, claim_key
+from scheduler.dra.memo import _MAX_SHAPES, MAX_SETTLED, Answer, SearchMemo
+from scheduler.dra.model import PoolKey, SliceParser
+from scheduler.dra.settled import UNKNOWN
+from scheduler.testing import FakeLister, make_node
+from scheduler.testing.builders import table_of
 from scheduler.testing.dra import (
     DRIVER,
     claim,
@@ -197,3 +199,42 @@ def test_the_batch_answers_of_a_bounded_number_of_shapes_are_kept() -> None:
     assert memo.settled(shapes[0]) is first  # still among the kept
     memo.settled(shapes[MAX_SETTLED])  # one more: the table starts over
     assert memo.settled(shapes[0]) is not first
+
+
+class _NoChanges:
+    """A view of the allocations in which no pool ever changes hands."""
+
+    def mark(self) -> PoolsMark:
+        return PoolsMark(_HELD, 0, {})
+
+    def pools_changed_since(self, mark: PoolsMark) -> set[PoolKey]:
+        return set()
+
+
+_HELD: Any = object()
+
+
+def test_a_new_shape_never_inherits_the_batch_answers_of_a_gone_one() -> None:
+    """Records are found by the shape's identity: one that outlived its shape (made for an
+    allocator from before the shape table started over) must not answer for a new shape that
+    happens to get the gone one's id."""
+    memo = SearchMemo()
+    table = table_of([make_node("n0")]).table
+    index, view = object(), _NoChanges()
+    old = memo.shape(("shape", str(-1)))
+    for i in range(_MAX_SHAPES):  # the shape table starts over: ``old`` is no longer interned
+        memo.shape(("shape", str(i)))
+    record = memo.settled(old)  # as an allocator from before the start-over asks
+    record.update(table, index, view)
+    record.settle(0, "n0", Answer(old, {}, (), (), picks=None))  # no fit: the record keeps no answer
+    gone = id(old)
+    del old, record
+    new: Any = None
+    for i in range(10_000):  # a new shape object, at the gone one's address when it is free
+        new = ("new", str(i))
+        if id(new) == gone:
+            break
+    fresh = memo.settled(memo.shape(new))
+    fresh.update(table, index, view)
+    assert fresh.state[0] == UNKNOWN
+    assert fresh.answers == {}

@@ -3,6 +3,8 @@ DeviceTaintRule listers say nothing changed, and made anew as soon as one of the
 
 from __future__ import annotations
 
+import gc
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -86,3 +88,24 @@ def test_another_lister_with_the_same_revision_is_read() -> None:
     assert gpus(shared.slice_index(handle), "n") == ["gpu-0"]
     handle.listers["resourceslices"] = FakeLister([resource_slice("a", [device("gpu-1")], node="n")])
     assert gpus(shared.slice_index(handle), "n") == ["gpu-1"]
+
+
+def test_a_replaced_lister_is_not_kept() -> None:
+    """Only the current listers are held: the ones replaced since are freed."""
+    handle = handle_with(FakeLister([resource_slice("a", [device("gpu-0")], node="n")]), FakeLister())
+    shared = shared_dra(handle)
+    shared.slice_index(handle)
+    replaced = [
+        weakref.ref(handle.listers["resourceslices"]),
+        weakref.ref(handle.listers["devicetaintrules"]),
+    ]
+    for i in range(3):  # each index read from new listers of both kinds
+        handle.listers["resourceslices"] = FakeLister([resource_slice("a", [device(f"gpu-{i}")], node="n")])
+        handle.listers["devicetaintrules"] = FakeLister()
+        assert gpus(shared.slice_index(handle), "n") == [f"gpu-{i}"]
+        replaced += [
+            weakref.ref(handle.listers["resourceslices"]),
+            weakref.ref(handle.listers["devicetaintrules"]),
+        ]
+    gc.collect()
+    assert [ref() is None for ref in replaced] == [True] * (len(replaced) - 2) + [False, False]

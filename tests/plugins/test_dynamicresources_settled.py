@@ -7,17 +7,26 @@ import copy
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from scheduler.api import Pod
 from scheduler.dra.allocator import Allocator
 from scheduler.dra.claims import claim_key
-from scheduler.framework import CycleState
+from scheduler.framework import CycleState, NodeInfo, Status
 from scheduler.plugins.dynamicresources import CANNOT_ALLOCATE, DynamicResources
 from scheduler.testing import make_node
-from scheduler.testing.builders import FakeHandle, expand_verdicts, pod_dict, table_of
-from scheduler.testing.dra import DRIVER, claim, device, device_class, request, resource_slice
+from scheduler.testing.builders import Cluster, FakeHandle, expand_verdicts, pod_dict, table_of
+from scheduler.testing.dra import (
+    BROKEN_TAINT,
+    DRIVER,
+    claim,
+    device,
+    device_class,
+    device_taint_rule,
+    request,
+    resource_slice,
+)
 
 CLASSES = [device_class("gpu", f'device.driver == "{DRIVER}"')]
 BIG = f'device.attributes["{DRIVER}"].memory >= 32'
@@ -36,11 +45,18 @@ def node_slice(node: str, *memories: int, version: int = 1) -> dict:
 class World:
     """Nodes in a node table, slices and claims in listers, one plugin (one memo) for every pod."""
 
-    def __init__(self, nodes: dict[str, dict[str, str]], slices: list[dict]) -> None:
-        self.cluster = table_of([make_node(name, labels=labels) for name, labels in nodes.items()])
+    def __init__(self, nodes: dict[str, dict[str, str]], slices: list[dict], capacity: int = 4) -> None:
+        self.cluster = table_of(
+            [make_node(name, labels=labels) for name, labels in nodes.items()], capacity=capacity
+        )
         self.handle = FakeHandle(
             self.cluster,
-            listers={"resourceclaims": [], "resourceslices": slices, "deviceclasses": CLASSES},
+            listers={
+                "resourceclaims": [],
+                "resourceslices": slices,
+                "deviceclasses": CLASSES,
+                "devicetaintrules": [],
+            },
         )
         self.plugin = DynamicResources(None, self.handle)
         self.pods = 0
@@ -61,12 +77,7 @@ class World:
 
     def batch(self, pod: Pod) -> tuple[CycleState, dict[str, Any]]:
         """The batch Filter over every node: per node, the devices found or the rejection."""
-        state = CycleState()
-        assert self.plugin.pre_filter(state, pod, None)[1] is None  # type: ignore[arg-type]
-        slots = self.cluster.slots
-        verdicts = expand_verdicts(
-            self.plugin.filter_nodes(state, pod, self.cluster.table, slots), len(slots)
-        )
+        state, verdicts = self.filter(pod, self.cluster)
         data = state.read("DynamicResources")
         found: dict[str, Any] = {}
         for name, status in zip(self.names, verdicts, strict=True):
@@ -75,6 +86,13 @@ class World:
             else:
                 found[name] = devices(data.found(name).results())
         return state, found
+
+    def filter(self, pod: Pod, cluster: Cluster) -> tuple[CycleState, list[Status | None]]:
+        """PreFilter, then the batch Filter over the nodes of ``cluster``."""
+        state = CycleState()
+        assert self.plugin.pre_filter(state, pod, None)[1] is None  # type: ignore[arg-type]
+        slots = cluster.slots
+        return state, expand_verdicts(self.plugin.filter_nodes(state, pod, cluster.table, slots), len(slots))
 
     def fresh(self, pod: Pod) -> dict[str, Any]:
         """Per node, what a search without any kept answer finds for the pod's claims."""
@@ -105,6 +123,17 @@ class World:
         info = self.cluster.info(name)
         info.node = make_node(name, labels=labels)
         self.cluster.table.sync_row(info)
+
+    def add(self, name: str, labels: dict[str, str]) -> None:
+        """A node joins: in the first free slot (a removed node's), else in a grown table."""
+        info = NodeInfo(make_node(name, labels=labels))
+        self.cluster.table.add(info)
+        self.cluster.infos.append(info)
+
+    def remove(self, name: str) -> None:
+        info = self.cluster.info(name)
+        self.cluster.table.remove(info)
+        self.cluster.infos.remove(info)
 
 
 def devices(results: list[dict]) -> list[list[str]]:
@@ -169,20 +198,63 @@ def test_a_node_settled_in_one_batch_is_not_searched_in_the_next(monkeypatch: py
     assert found["n2"] == [["n2/gpu-1"]]
 
 
+@pytest.mark.parametrize("later", ["a pool changes hands", "a batch on another node table"])
+def test_a_cycle_keeps_the_settled_answers_it_was_given_when_a_later_batch_drops_them(later: str) -> None:
+    """A cycle's Reserve (or explain's scoring) may come after another batch of the same shape,
+    which forgets the answers that changed (all of them on another table, as explain's what-ifs
+    run): the earlier cycle still finds the devices its Filter judged by."""
+    world = World({"n0": {}, "n1": {}}, [node_slice("n0", 40, 40), node_slice("n1", 40)])
+    world.batch(world.pod(SHAPES[0]))  # settles both nodes
+    state, verdicts = world.filter(world.pod(SHAPES[0]), world.cluster)  # by the settled answers
+    assert verdicts == [None, None]
+    if later == "a pool changes hands":
+        other = world.pod(SHAPES[0])
+        assert world.plugin.reserve(world.filter(other, world.cluster)[0], other, "n1") is None
+        assert world.batch(world.pod(SHAPES[0]))[1]["n1"] == CANNOT_ALLOCATE  # n1's answer dropped
+    else:
+        world.filter(world.pod(SHAPES[0]), table_of([make_node("m0")]))
+    data = state.read("DynamicResources")
+    assert devices(data.found("n0").results()) == [["n0/gpu-0"]]
+    assert devices(data.found("n1").results()) == [["n1/gpu-0"]]
+
+
+KINDS = ["reserve", "unreserve", "write", "echo", "delete", "relabel", "slice"]
+KINDS += ["remove", "add", "rule", "class"]
 OPS = st.tuples(
-    st.sampled_from(["reserve", "unreserve", "write", "echo", "delete", "relabel", "slice"]),
+    st.sampled_from(KINDS),
     st.integers(0, len(SHAPES) - 1),
-    st.integers(0, 2),
+    st.integers(0, 4),  # n3 and n4 join only by "add" (the first one grows the table)
     st.integers(0, 50),
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(st.lists(OPS, min_size=1, max_size=20))
+@example(  # each kind of node, rule and class change at least once, whatever is drawn
+    [
+        ("reserve", 0, 0, 0),
+        ("add", 0, 3, 1),  # the table grows
+        ("remove", 0, 1, 0),
+        ("add", 0, 1, 0),  # in the slot n1 left
+        ("add", 0, 0, 1),  # n0 replaced, relabelled
+        ("rule", 0, 3, 1),
+        ("class", 1, 0, 1),
+        ("rule", 0, 3, 0),
+        ("class", 1, 0, 0),
+        ("reserve", 0, 3, 0),
+    ]
+)
 def test_every_batch_answers_as_a_fresh_search(ops: list[tuple[str, int, int, int]]) -> None:
     nodes = {f"n{i}": {"rack": str(i % 2)} for i in range(3)}
     rack = resource_slice("rack", [device("gpu-0", memory=40)], pool="rack", node_selector=RACK_0)
-    world = World(nodes, [node_slice("n0", 40, 16), node_slice("n1", 40), node_slice("n2", 16, 16), rack])
+    slices = [
+        node_slice("n0", 40, 16),
+        node_slice("n1", 40),
+        node_slice("n2", 16, 16),
+        node_slice("n3", 40),
+        rack,
+    ]
+    world = World(nodes, slices, capacity=3)
     reserved: list[tuple[CycleState, Pod, str]] = []
     written: list[dict] = []
     versions = 10
@@ -191,7 +263,8 @@ def test_every_batch_answers_as_a_fresh_search(ops: list[tuple[str, int, int, in
         state, found = world.batch(pod)
         assert found == world.fresh(pod), (kind, shape)
         name = f"n{node}"
-        if kind == "reserve" and isinstance(found[name], list):
+        present = name in found
+        if kind == "reserve" and isinstance(found.get(name), list):
             assert world.plugin.reserve(state, pod, name) is None
             reserved.append((state, pod, name))
         elif kind == "unreserve" and reserved:
@@ -207,12 +280,29 @@ def test_every_batch_answers_as_a_fresh_search(ops: list[tuple[str, int, int, in
             listed = [c for c in world.handle.lister("resourceclaims").list() if c.get("status")]
             if listed:
                 world.handle.lister("resourceclaims").delete(claim_key(listed[pick % len(listed)]))
-        elif kind == "relabel":
+        elif kind == "relabel" and present:
             world.relabel(name, {"rack": str(pick % 2)})
         elif kind == "slice":
             versions += 1
             world.handle.lister("resourceslices").put(
                 node_slice(name, 40 if pick % 2 else 16, version=versions)
             )
+        elif kind == "remove" and present and len(found) > 1:
+            world.remove(name)
+        elif kind == "add":  # a present node is replaced: removed, then added again in its slot
+            if present:
+                world.remove(name)
+            world.add(name, {"rack": str(pick % 2)})
+        elif kind == "rule":  # the node's first device tainted, or untainted
+            rules = world.handle.lister("devicetaintrules")
+            if pick % 2:
+                rules.put(device_taint_rule(name, BROKEN_TAINT, {"pool": name, "device": "gpu-0"}))
+            else:
+                rules.delete(name)
+        elif kind == "class":  # the class narrowed to big GPUs, or widened again
+            selectors = (
+                (f'device.driver == "{DRIVER}"', BIG) if pick % 2 else (f'device.driver == "{DRIVER}"',)
+            )
+            world.handle.lister("deviceclasses").put(device_class("gpu", *selectors))
     pod = world.pod(SHAPES[0])
     assert world.batch(pod)[1] == world.fresh(pod)
