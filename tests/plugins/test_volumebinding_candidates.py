@@ -10,6 +10,7 @@ from scheduler.plugins.volumebinding.assume_cache import AssumeCache
 from scheduler.plugins.volumebinding.candidates import CandidateVolumes, VolumeIndex, pinned_hostnames
 from scheduler.plugins.volumebinding.storage import IdentityMemo, VolumeRequest, find_matching_volume
 from scheduler.testing.builders import FakeLister
+from scheduler.testing.inmemory import InMemoryLister
 
 HOSTNAME = "kubernetes.io/hostname"
 HOSTS = [f"node-{i}" for i in range(6)]
@@ -105,9 +106,10 @@ def test_the_kept_index_picks_what_the_whole_class_gives_however_the_volumes_cha
         fresh = VolumeIndex(lambda: FakeLister(lister.list()))
         whole = sorted(
             (
-                cache.get(pv["metadata"]["name"])
+                seen
                 for pv in lister.list()
                 if pv["spec"]["storageClassName"] == "local"
+                and (seen := cache.get(pv["metadata"]["name"])) is not None
             ),
             key=lambda pv: pv["metadata"]["name"],
         )
@@ -125,25 +127,11 @@ def test_the_kept_index_picks_what_the_whole_class_gives_however_the_volumes_cha
 
 
 def test_an_index_over_a_lister_without_revisions_lists_it_again() -> None:
-    class Plain:  # an ObjectLister that keeps no revisions
-        def __init__(self) -> None:
-            self.objects: dict[str, dict[str, Any]] = {}
-
-        def get(self, key: str) -> dict[str, Any] | None:
-            return self.objects.get(key)
-
-        def list(self) -> list[dict[str, Any]]:
-            return list(self.objects.values())
-
-        def with_label(self, namespace: str, key: str, value: str) -> list[dict[str, Any]]:
-            return []
-
-    plain = Plain()
-    index = VolumeIndex(lambda: plain)
-    rng = random.Random(3)
-    plain.objects["pv-1"] = {**volume(1, rng), "spec": {"storageClassName": "local"}}
+    objects: dict[str, dict[str, Any]] = {}
+    index = VolumeIndex(lambda: InMemoryLister(objects))  # an ObjectLister keeping no revisions
+    objects["pv-1"] = {**volume(1, random.Random(3)), "spec": {"storageClassName": "local"}}
     assert index.of_class("local") is not None
-    del plain.objects["pv-1"]
+    del objects["pv-1"]
     assert index.of_class("local") is None
 
 
